@@ -1,0 +1,178 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AuthMethod says how the platform's signing key is given in AuthConfig.Key.
+// +kubebuilder:validation:Enum=JWK_SET;JWK_KEY;RSA_KEY
+type AuthMethod string
+
+const (
+	// AuthMethodJWKSet means Key is the URL of the platform's JSON Web Key Set.
+	AuthMethodJWKSet AuthMethod = "JWK_SET"
+	// AuthMethodJWKKey means Key is one RSA public key as a JSON Web Key.
+	AuthMethodJWKKey AuthMethod = "JWK_KEY"
+	// AuthMethodRSAKey means Key is one PEM-encoded RSA public key.
+	AuthMethodRSAKey AuthMethod = "RSA_KEY"
+)
+
+// EndpointURL is an absolute http or https URL. Plain http is further refused by the
+// controller unless the registration or the operator runs in dev mode.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=2048
+// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="must be an absolute http(s) URL"
+type EndpointURL string
+
+// AuthConfig is the platform's public key material used to verify the id_tokens it signs.
+// +kubebuilder:validation:XValidation:rule="self.method != 'JWK_SET' || (isURL(self.key) && url(self.key).getScheme() in ['http', 'https'])",message="a JWK_SET key must be the absolute http(s) URL of the platform's key set"
+// +kubebuilder:validation:XValidation:rule="self.method != 'RSA_KEY' || self.key.contains('-----BEGIN')",message="an RSA_KEY key must be a PEM-encoded RSA public key"
+// +kubebuilder:validation:XValidation:rule="self.method != 'JWK_KEY' || self.key.matches('^\\\\s*\\\\{')",message="a JWK_KEY key must be a JSON Web Key object"
+type AuthConfig struct {
+	// Method says how Key is to be read.
+	// +required
+	Method AuthMethod `json:"method"`
+
+	// Key is the JWKS URL, the JWK (JSON) or the PEM public key, as Method says.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=16384
+	Key string `json:"key"`
+}
+
+// PlatformRegistrationSpec describes one learning platform (LMS) that may launch this tool.
+// The pair (url, clientId) identifies it: several customers of one hosted LMS share an issuer.
+type PlatformRegistrationSpec struct {
+	// URL is the platform's issuer (the iss claim of its id_tokens), byte for byte.
+	// +required
+	URL EndpointURL `json:"url"`
+
+	// ClientID is the client_id the platform issued to this tool.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ClientID string `json:"clientId"`
+
+	// Name is a human-readable name for the platform.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Name string `json:"name"`
+
+	// AuthenticationEndpoint is the platform's OIDC authorization endpoint.
+	// +required
+	AuthenticationEndpoint EndpointURL `json:"authenticationEndpoint"`
+
+	// AccesstokenEndpoint is the platform's OAuth2 token endpoint.
+	// +required
+	AccesstokenEndpoint EndpointURL `json:"accesstokenEndpoint"`
+
+	// AuthorizationServer is the audience of the client assertions sent to the token endpoint.
+	// Defaults to AccesstokenEndpoint (Brightspace, for one, needs another value).
+	// +optional
+	AuthorizationServer string `json:"authorizationServer,omitempty"`
+
+	// AuthConfig holds the platform's public key.
+	// +required
+	AuthConfig AuthConfig `json:"authConfig"`
+
+	// DeploymentIDs, when set, is the list of deployment_id values accepted in launches.
+	// Empty accepts any deployment of this platform.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	DeploymentIDs []string `json:"deploymentIds,omitempty"`
+
+	// Active says whether launches from this platform are accepted.
+	// +optional
+	// +kubebuilder:default=true
+	Active *bool `json:"active,omitempty"`
+
+	// DevMode allows plain http URLs for this registration (local LMS simulators).
+	// +optional
+	DevMode bool `json:"devMode,omitempty"`
+}
+
+// IsActive reports whether launches from the platform are accepted (true when unset).
+func (s *PlatformRegistrationSpec) IsActive() bool {
+	return s.Active == nil || *s.Active
+}
+
+// TokenAudience is the audience of client assertions: authorizationServer, else the token endpoint.
+func (s *PlatformRegistrationSpec) TokenAudience() string {
+	if s.AuthorizationServer != "" {
+		return s.AuthorizationServer
+	}
+	return string(s.AccesstokenEndpoint)
+}
+
+// PlatformRegistrationStatus is what the operator observed and what an LMS administrator needs.
+type PlatformRegistrationStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, plus Reconciling and Stalled as kstatus reads them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// KeySecretName is the Secret holding this tool's private key for the platform.
+	// +optional
+	KeySecretName string `json:"keySecretName,omitempty"`
+
+	// KID is the key id of that key, as published in the JWKS.
+	// +optional
+	KID string `json:"kid,omitempty"`
+
+	// PublicKey is the PEM public key to give the platform when it does not read the JWKS.
+	// +optional
+	PublicKey string `json:"publicKey,omitempty"`
+
+	// LoginURL is the OIDC login initiation URL to configure in the LMS.
+	// +optional
+	LoginURL string `json:"loginUrl,omitempty"`
+
+	// LaunchURL is the target link and redirect URL to configure in the LMS.
+	// +optional
+	LaunchURL string `json:"launchUrl,omitempty"`
+
+	// JWKSURL is the public key set URL to configure in the LMS.
+	// +optional
+	JWKSURL string `json:"jwksUrl,omitempty"`
+}
+
+// PlatformRegistration is one LMS registration this tool trusts.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=platreg,categories=lti
+// +kubebuilder:selectablefield:JSONPath=`.spec.clientId`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Client ID",type=string,JSONPath=`.spec.clientId`
+// +kubebuilder:printcolumn:name="Active",type=boolean,JSONPath=`.spec.active`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PlatformRegistration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   PlatformRegistrationSpec   `json:"spec"`
+	Status PlatformRegistrationStatus `json:"status,omitempty"`
+}
+
+// PlatformRegistrationList is a list of PlatformRegistration.
+// +kubebuilder:object:root=true
+type PlatformRegistrationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PlatformRegistration `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PlatformRegistration{}, &PlatformRegistrationList{})
+}

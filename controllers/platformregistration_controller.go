@@ -1,0 +1,393 @@
+// Package controllers holds one reconciler per kind. Controllers keep keys and status;
+// they never serve HTTP.
+package controllers
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/keys"
+)
+
+// IndexIssuerClient indexes PlatformRegistrations by IssuerClientKey(url, clientId).
+const IndexIssuerClient = "spec.issuerClient"
+
+// IssuerClientKey is the identity of a registration: one issuer serves many customers.
+func IssuerClientKey(issuer, clientID string) string { return issuer + "\x00" + clientID }
+
+// Public paths of the web server that an LMS administrator configures.
+const (
+	LoginPath  = "/lti/login"
+	LaunchPath = "/lti/launch"
+	JWKSPath   = "/lti/keys"
+)
+
+// PlatformRegistrationReconciler keeps, for every PlatformRegistration, the tool key the
+// LMS trusts (in an owned Secret) and a status that says whether the registration is usable.
+type PlatformRegistrationReconciler struct {
+	client.Client
+	// APIReader reads from the API server directly, so a stale cache never makes two keys.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// PublicURL is the external base URL of the web server, used for the status URLs.
+	PublicURL string
+	// DevMode accepts http URLs in every registration.
+	DevMode bool
+}
+
+// +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=platformregistrations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=platformregistrations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=platformregistrations/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",namespace=ltiop-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=ltiop-system,resources=events,verbs=create;patch
+
+// Reconcile makes sure the registration's key exists and its status is current.
+func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	reg := &ltiv1.PlatformRegistration{}
+	if err := r.Get(ctx, req.NamespacedName, reg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !reg.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the key Secret goes with it through its owner reference
+	}
+
+	status := reg.Status.DeepCopy()
+	status.ObservedGeneration = reg.Generation
+	status.LoginURL = r.PublicURL + LoginPath
+	status.LaunchURL = r.PublicURL + LaunchPath
+	status.JWKSURL = r.PublicURL + JWKSPath
+
+	problem, err := r.ensureKey(ctx, reg, status)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem == nil {
+		problem = r.checkSpec(reg)
+	}
+	if problem == nil {
+		if problem, err = r.checkDuplicate(ctx, reg); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	setConditions(status, reg, problem)
+
+	if equality.Semantic.DeepEqual(&reg.Status, status) {
+		return ctrl.Result{}, nil // nothing changed: skip the write
+	}
+	if problem != nil && !isReportedProblem(&reg.Status, problem) {
+		r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, problem.reason, "Validate", "%s", problem.message)
+	}
+	patch := client.MergeFrom(reg.DeepCopy())
+	reg.Status = *status
+	if err := r.Status().Patch(ctx, reg, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// problem is why a registration is not Ready. Problems need a spec change to go away, so
+// they are reported once and not retried (no hot loop).
+type problem struct{ reason, message string }
+
+func setConditions(status *ltiv1.PlatformRegistrationStatus, reg *ltiv1.PlatformRegistration, p *problem) {
+	ready := metav1.Condition{Type: ltiv1.ConditionReady, ObservedGeneration: reg.Generation}
+	meta.RemoveStatusCondition(&status.Conditions, ltiv1.ConditionReconciling)
+	if p != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type: ltiv1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: reg.Generation,
+			Reason: p.reason, Message: p.message,
+		})
+	} else {
+		ready.Status, ready.Reason = metav1.ConditionTrue, ltiv1.ReasonReady
+		ready.Message = "The registration is ready and launches from it are accepted."
+		if !reg.Spec.IsActive() {
+			ready.Message = "The registration is ready but inactive: launches are refused until it is activated."
+		}
+		meta.RemoveStatusCondition(&status.Conditions, ltiv1.ConditionStalled)
+	}
+	meta.SetStatusCondition(&status.Conditions, ready)
+}
+
+func isReportedProblem(status *ltiv1.PlatformRegistrationStatus, p *problem) bool {
+	c := meta.FindStatusCondition(status.Conditions, ltiv1.ConditionReady)
+	return c != nil && c.Reason == p.reason && c.Message == p.message
+}
+
+// KeySecretName is the name of the Secret holding a registration's key.
+func KeySecretName(registration string) string {
+	const suffix = "-tool-key"
+	if len(registration)+len(suffix) <= 253 {
+		return registration + suffix
+	}
+	sum := sha256.Sum256([]byte(registration))
+	return registration[:253-len(suffix)-11] + "-" + hex.EncodeToString(sum[:5]) + suffix
+}
+
+// ensureKey finds or creates the registration's key Secret and records the key in status.
+// A valid key is never replaced.
+func (r *PlatformRegistrationReconciler) ensureKey(ctx context.Context, reg *ltiv1.PlatformRegistration, status *ltiv1.PlatformRegistrationStatus) (*problem, error) {
+	name := KeySecretName(reg.Name)
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: reg.Namespace, Name: name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.createKey(ctx, reg, status, name)
+	case err != nil:
+		return nil, err
+	}
+
+	if !metav1.IsControlledBy(secret, reg) {
+		if secret.Labels[ltiv1.LabelPlatformRegistration] == reg.Name && isOwnedByAPlatformRegistration(secret) {
+			// Left by an earlier registration of the same name, awaiting garbage collection.
+			if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+				return nil, err
+			}
+			return r.createKey(ctx, reg, status, name)
+		}
+		return &problem{ltiv1.ReasonKeySecretConflict, fmt.Sprintf(
+			"Secret %s exists and does not belong to this registration; delete or rename it.", name)}, nil
+	}
+
+	private, err := keys.ParsePrivateKey(secret.Data[ltiv1.SecretKeyPrivateKey])
+	if err != nil {
+		// The data was damaged out of band: an unreadable key signs nothing, so replace it.
+		r.Recorder.Eventf(reg, secret, corev1.EventTypeWarning, ltiv1.ReasonKeyRegenerated, "RegenerateKey",
+			"Key Secret %s holds no readable key (%v); a new key was generated. The LMS must be given the new public key unless it reads the JWKS URL.", name, err)
+		return nil, r.writeKey(ctx, reg, status, secret, false)
+	}
+	return nil, recordKey(status, name, private)
+}
+
+func isOwnedByAPlatformRegistration(secret *corev1.Secret) bool {
+	owner := metav1.GetControllerOf(secret)
+	return owner != nil && owner.Kind == "PlatformRegistration" && owner.APIVersion == ltiv1.GroupVersion.String()
+}
+
+// createKey creates the key Secret. The owner is re-read from the API server first: if the
+// cache were stale, the registration could be gone, or its key could already exist.
+func (r *PlatformRegistrationReconciler) createKey(ctx context.Context, reg *ltiv1.PlatformRegistration, status *ltiv1.PlatformRegistrationStatus, name string) (*problem, error) {
+	fresh := &ltiv1.PlatformRegistration{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(reg), fresh); err != nil {
+		return nil, err
+	}
+	if fresh.UID != reg.UID {
+		return nil, fmt.Errorf("registration %s was replaced while reconciling", reg.Name)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: reg.Namespace, Name: name}}
+	hadKey := fresh.Status.KID != ""
+	if err := r.writeKey(ctx, reg, status, secret, true); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			existing := &corev1.Secret{}
+			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), existing); gerr == nil &&
+				existing.Labels[ltiv1.LabelManagedBy] != ltiv1.ManagedByValue {
+				return &problem{ltiv1.ReasonKeySecretConflict, fmt.Sprintf(
+					"Secret %s exists and does not belong to this registration; delete or rename it.", name)}, nil
+			}
+		}
+		return nil, err // the cache is behind; the retry finds the Secret
+	}
+	if hadKey {
+		r.Recorder.Eventf(reg, secret, corev1.EventTypeWarning, ltiv1.ReasonKeyRegenerated, "RegenerateKey",
+			"Key Secret %s was deleted; a new key (kid %s) was generated. The LMS must be given the new public key unless it reads the JWKS URL.", name, status.KID)
+	} else {
+		r.Recorder.Eventf(reg, secret, corev1.EventTypeNormal, ltiv1.ReasonKeyCreated, "CreateKey",
+			"Generated RSA-%d key %s in Secret %s.", keys.Bits, status.KID, name)
+	}
+	return nil, nil
+}
+
+// writeKey generates a key into secret and creates or updates it.
+func (r *PlatformRegistrationReconciler) writeKey(ctx context.Context, reg *ltiv1.PlatformRegistration, status *ltiv1.PlatformRegistrationStatus, secret *corev1.Secret, create bool) error {
+	private, err := keys.Generate()
+	if err != nil {
+		return err
+	}
+	pemBytes, err := keys.EncodePrivateKey(private)
+	if err != nil {
+		return err
+	}
+	kid, err := keys.KID(&private.PublicKey)
+	if err != nil {
+		return err
+	}
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	secret.Labels[ltiv1.LabelManagedBy] = ltiv1.ManagedByValue
+	secret.Labels[ltiv1.LabelPlatformRegistration] = reg.Name
+	secret.Data = map[string][]byte{ltiv1.SecretKeyPrivateKey: pemBytes, ltiv1.SecretKeyKID: []byte(kid)}
+	if err := controllerutil.SetControllerReference(reg, secret, r.Scheme); err != nil {
+		return err
+	}
+	if create {
+		secret.Type = ltiv1.SecretTypeToolKey
+		err = r.Create(ctx, secret)
+	} else {
+		err = r.Update(ctx, secret)
+	}
+	if err != nil {
+		return err
+	}
+	return recordKey(status, secret.Name, private)
+}
+
+// recordKey writes the key's name, kid and public half into status.
+func recordKey(status *ltiv1.PlatformRegistrationStatus, secretName string, private *rsa.PrivateKey) error {
+	kid, err := keys.KID(&private.PublicKey)
+	if err != nil {
+		return err
+	}
+	publicPEM, err := keys.PublicKeyPEM(&private.PublicKey)
+	if err != nil {
+		return err
+	}
+	status.KeySecretName, status.KID, status.PublicKey = secretName, kid, publicPEM
+	return nil
+}
+
+// checkSpec validates what the schema cannot: https outside dev mode, and the platform key.
+func (r *PlatformRegistrationReconciler) checkSpec(reg *ltiv1.PlatformRegistration) *problem {
+	allowHTTP := r.DevMode || reg.Spec.DevMode
+	for _, f := range []struct{ field, value string }{
+		{"url", string(reg.Spec.URL)},
+		{"authenticationEndpoint", string(reg.Spec.AuthenticationEndpoint)},
+		{"accesstokenEndpoint", string(reg.Spec.AccesstokenEndpoint)},
+	} {
+		if err := config.CheckURL(f.value, allowHTTP); err != nil {
+			return &problem{ltiv1.ReasonInsecureURL, fmt.Sprintf("spec.%s: %v.", f.field, err)}
+		}
+	}
+	if err := ValidateAuthConfig(reg.Spec.AuthConfig, allowHTTP); err != nil {
+		return &problem{ltiv1.ReasonInvalidAuthConfig, fmt.Sprintf("spec.authConfig: %v.", err)}
+	}
+	return nil
+}
+
+// ValidateAuthConfig checks that the platform key can be used as its method says.
+func ValidateAuthConfig(ac ltiv1.AuthConfig, allowHTTP bool) error {
+	var err error
+	switch ac.Method {
+	case ltiv1.AuthMethodRSAKey:
+		if _, err = keys.ParsePublicKeyPEM(ac.Key); err != nil {
+			err = fmt.Errorf("RSA_KEY is not a PEM RSA public key: %w", err)
+		}
+	case ltiv1.AuthMethodJWKKey:
+		if _, err = keys.ParsePublicJWK(ac.Key); err != nil {
+			err = fmt.Errorf("JWK_KEY is not an RSA public JWK: %w", err)
+		}
+	case ltiv1.AuthMethodJWKSet:
+		if err = config.CheckURL(ac.Key, allowHTTP); err != nil {
+			err = fmt.Errorf("JWK_SET must be the URL of the platform's key set: %w", err)
+		} else if u, _ := url.Parse(ac.Key); u.Fragment != "" {
+			err = fmt.Errorf("JWK_SET URL must not carry a fragment")
+		}
+	default:
+		err = fmt.Errorf("method %q is not one of JWK_SET, JWK_KEY, RSA_KEY", ac.Method)
+	}
+	return err
+}
+
+// checkDuplicate refuses the newer of two registrations with the same (url, clientId):
+// the older one keeps working, so adding a duplicate never breaks live launches.
+func (r *PlatformRegistrationReconciler) checkDuplicate(ctx context.Context, reg *ltiv1.PlatformRegistration) (*problem, error) {
+	var peers ltiv1.PlatformRegistrationList
+	if err := r.List(ctx, &peers, client.InNamespace(reg.Namespace),
+		client.MatchingFields{IndexIssuerClient: IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}); err != nil {
+		return nil, err
+	}
+	for i := range peers.Items {
+		other := &peers.Items[i]
+		if other.UID != reg.UID && other.DeletionTimestamp.IsZero() && Older(other.CreationTimestamp.Time, other.Name, reg.CreationTimestamp.Time, reg.Name) {
+			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
+				"PlatformRegistration %s already registers url %s with clientId %s; this newer one is not used.",
+				other.Name, reg.Spec.URL, reg.Spec.ClientID)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// Older orders registrations by creation time, then name: the first one of a
+// duplicate (url, clientId) pair is the one in use.
+func Older(aCreated time.Time, aName string, bCreated time.Time, bName string) bool {
+	if !aCreated.Equal(bCreated) {
+		return aCreated.Before(bCreated)
+	}
+	return aName < bName
+}
+
+// IndexByIssuerClient is the field index function of IndexIssuerClient.
+func IndexByIssuerClient(obj client.Object) []string {
+	reg := obj.(*ltiv1.PlatformRegistration)
+	return []string{IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}
+}
+
+// SetupWithManager registers the controller; the field index must be added by the caller
+// (see SetupIndexes) before the manager starts.
+func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ltiv1.PlatformRegistration{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.Secret{}).
+		// A registration's peers with the same (url, clientId) may change state when it
+		// appears, changes or goes away.
+		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(r.peers),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
+		Named("platformregistration").
+		Complete(r)
+}
+
+func (r *PlatformRegistrationReconciler) peers(ctx context.Context, obj client.Object) []reconcile.Request {
+	reg := obj.(*ltiv1.PlatformRegistration)
+	var peers ltiv1.PlatformRegistrationList
+	if err := r.List(ctx, &peers, client.InNamespace(reg.Namespace),
+		client.MatchingFields{IndexIssuerClient: IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}); err != nil {
+		log.FromContext(ctx).Error(err, "listing registrations with the same url and clientId")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, p := range peers.Items {
+		if p.UID != reg.UID {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+	}
+	return reqs
+}
+
+// SetupIndexes adds the field indexes the controller and the web server read.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, IndexByIssuerClient)
+}
+
+// rateLimiter backs off failing reconciles from 1 s to 5 min, so an API server outage
+// or a persistent error does not become a hot loop.
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)
+}

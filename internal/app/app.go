@@ -1,0 +1,132 @@
+// Package app assembles ltiop: one controller-runtime manager running the controllers and
+// the web server. main, the demo and the end-to-end tests all start it through here.
+package app
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/webserver"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/registry"
+)
+
+// Scheme knows the built-in kinds and ltiop's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := ltiv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// App is a configured, not yet started ltiop.
+type App struct {
+	Manager  ctrl.Manager
+	Server   *webserver.Server
+	Registry *registry.Registry
+}
+
+// New builds ltiop for cfg against the cluster of restCfg.
+func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config) (*App, error) {
+	scheme := Scheme()
+	metricsAddr := cfg.MetricsListen
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme: scheme,
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
+			// Only ltiop's own Secrets are cached: memory does not grow with unrelated ones.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
+			},
+		},
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  "0", // health is served by the web server itself
+		LeaderElection:          cfg.LeaderElection,
+		LeaderElectionID:        "ltiop.lti.ltiop.dev",
+		LeaderElectionNamespace: cfg.Namespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+
+	if err := controllers.SetupIndexes(ctx, mgr); err != nil {
+		return nil, err
+	}
+	if err := (&controllers.PlatformRegistrationReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    scheme,
+		Recorder:  mgr.GetEventRecorder("ltiop"),
+		PublicURL: cfg.PublicURL,
+		DevMode:   cfg.DevMode,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the PlatformRegistration controller: %w", err)
+	}
+
+	// The registry's informers are registered now, so the manager syncs them before it
+	// starts the web server.
+	reg := registry.New()
+	if err := reg.Attach(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
+
+	// The API key Secret is the integrator's, not labelled by us: a second, tiny cache
+	// follows that one Secret by name.
+	keyCache, err := cache.New(restCfg, cache.Options{
+		Scheme: scheme, Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", cfg.APIKeySecret)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API key cache: %w", err)
+	}
+	apiKey := httpapi.NewAPIKey(cfg.APIKeySecret, cfg.APIKeySecretKey)
+	if err := apiKey.Attach(ctx, keyCache); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(cacheRunnable{keyCache}); err != nil {
+		return nil, err
+	}
+
+	srv := webserver.New(webserver.Options{
+		Listen:          cfg.Listen,
+		Namespace:       cfg.Namespace,
+		DevMode:         cfg.DevMode,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		KeyWait:         cfg.KeyWait.Duration,
+		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
+	}, reg, apiKey, mgr.GetClient())
+	if err := mgr.Add(srv); err != nil {
+		return nil, err
+	}
+	return &App{Manager: mgr, Server: srv, Registry: reg}, nil
+}
+
+// Start runs ltiop until ctx ends.
+func (a *App) Start(ctx context.Context) error { return a.Manager.Start(ctx) }
+
+// cacheRunnable makes the manager start a cache with its own caches, on every replica,
+// and wait for it to sync before starting the web server.
+type cacheRunnable struct{ cache.Cache }
+
+func (c cacheRunnable) GetCache() cache.Cache { return c.Cache }

@@ -1,0 +1,276 @@
+// Package config reads ltiop's configuration from defaults, an optional YAML file, the
+// environment (LTIOP_*) and flags, in that order of increasing precedence, and validates it.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is everything ltiop needs to start. Field names double as YAML keys.
+type Config struct {
+	// Namespace is where registrations and ltiop's Secrets live; only it is watched.
+	Namespace string `json:"namespace"`
+	// PublicURL is the external base URL of the web server (what LMSs and browsers reach).
+	PublicURL string `json:"publicUrl"`
+	// Listen is the address of the web server (LTI endpoints, API, health).
+	Listen string `json:"listen"`
+	// MetricsListen is the address of the Prometheus metrics endpoint; "0" turns it off.
+	MetricsListen string `json:"metricsListen"`
+	// APIKeySecret names the Secret holding the integrator's API key, under APIKeySecretKey.
+	APIKeySecret    string `json:"apiKeySecret"`
+	APIKeySecretKey string `json:"apiKeySecretKey"`
+	// LaunchURL and DeepLinkingURL are the integrator's pages launches are sent to.
+	LaunchURL      string `json:"launchUrl"`
+	DeepLinkingURL string `json:"deepLinkingUrl"`
+	// DevMode accepts plain http and loopback URLs, for local work only.
+	DevMode bool `json:"devMode"`
+	// LeaderElection makes replicas elect one to run the controllers; the web server runs on all.
+	LeaderElection bool `json:"leaderElection"`
+	// MaxBodyBytes bounds every request body.
+	MaxBodyBytes int64 `json:"maxBodyBytes"`
+	// KeyWait bounds how long POST /api/platforms waits for the new registration's key.
+	KeyWait Duration `json:"keyWait"`
+	// ShutdownTimeout bounds the graceful shutdown of the web server.
+	ShutdownTimeout Duration `json:"shutdownTimeout"`
+	// Kubeconfig is the kubeconfig file to use outside a cluster (else KUBECONFIG or in-cluster).
+	Kubeconfig string `json:"kubeconfig"`
+}
+
+// Duration is a time.Duration written as "10s" in YAML and in the environment.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return fmt.Errorf("duration must be a string such as \"10s\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.String())), nil }
+
+// Default returns the configuration used where nothing else is given.
+func Default() Config {
+	return Config{
+		Namespace:       inClusterNamespace(),
+		Listen:          ":3000",
+		MetricsListen:   ":8080",
+		APIKeySecret:    "ltiop-api-key",
+		APIKeySecretKey: "apiKey",
+		MaxBodyBytes:    1 << 20,
+		KeyWait:         Duration{10 * time.Second},
+		ShutdownTimeout: Duration{15 * time.Second},
+	}
+}
+
+// setting is one configuration entry: its flag, its environment variable, and where it goes.
+type setting struct {
+	flag, env, usage string
+	value            func(*Config) flag.Value
+}
+
+var settings = []setting{
+	{"namespace", "LTIOP_NAMESPACE", "namespace to watch (default: the pod's namespace)", func(c *Config) flag.Value { return (*stringValue)(&c.Namespace) }},
+	{"public-url", "LTIOP_PUBLIC_URL", "external base URL of the web server, e.g. https://lti.example.com (required)", func(c *Config) flag.Value { return (*stringValue)(&c.PublicURL) }},
+	{"listen", "LTIOP_LISTEN", "listen address of the web server", func(c *Config) flag.Value { return (*stringValue)(&c.Listen) }},
+	{"metrics-listen", "LTIOP_METRICS_LISTEN", "listen address of the metrics endpoint (0 disables it)", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsListen) }},
+	{"api-key-secret", "LTIOP_API_KEY_SECRET", "name of the Secret holding the integrator's API key", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecret) }},
+	{"api-key-secret-key", "LTIOP_API_KEY_SECRET_KEY", "data key of the API key inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecretKey) }},
+	{"launch-url", "LTIOP_LAUNCH_URL", "integrator page that receives launches (?ltik=)", func(c *Config) flag.Value { return (*stringValue)(&c.LaunchURL) }},
+	{"deep-linking-url", "LTIOP_DEEP_LINKING_URL", "integrator page that receives deep-linking launches", func(c *Config) flag.Value { return (*stringValue)(&c.DeepLinkingURL) }},
+	{"dev-mode", "LTIOP_DEV_MODE", "accept http and loopback URLs (local development only)", func(c *Config) flag.Value { return (*boolValue)(&c.DevMode) }},
+	{"leader-elect", "LTIOP_LEADER_ELECT", "elect one replica to run the controllers", func(c *Config) flag.Value { return (*boolValue)(&c.LeaderElection) }},
+	{"max-body-bytes", "LTIOP_MAX_BODY_BYTES", "largest request body accepted", func(c *Config) flag.Value { return (*int64Value)(&c.MaxBodyBytes) }},
+	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
+	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
+	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
+}
+
+// Load builds the configuration from args (without the program name) and getenv.
+// The YAML file, if any, is named by --config or LTIOP_CONFIG.
+func Load(args []string, getenv func(string) string) (*Config, error) {
+	cfg := Default()
+
+	// Flags are parsed first only to find --config; they are applied last.
+	parsed := Default()
+	fs := flag.NewFlagSet("ltiop", flag.ContinueOnError)
+	configFile := fs.String("config", getenv("LTIOP_CONFIG"), "YAML configuration file (env LTIOP_CONFIG)")
+	for _, s := range settings {
+		fs.Var(s.value(&parsed), s.flag, s.usage+" (env "+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+
+	if *configFile != "" {
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading configuration file: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+			return nil, fmt.Errorf("configuration file %s: %w", *configFile, err)
+		}
+	}
+	for _, s := range settings {
+		if v := getenv(s.env); v != "" {
+			if err := s.value(&cfg).Set(v); err != nil {
+				return nil, fmt.Errorf("environment %s: %w", s.env, err)
+			}
+		}
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	for _, s := range settings {
+		if explicit[s.flag] {
+			_ = s.value(&cfg).Set(s.value(&parsed).String())
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Validate reports every problem of the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	if c.Namespace == "" {
+		add("namespace: required (flag --namespace or LTIOP_NAMESPACE) when not running in a pod")
+	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		add("namespace %q: %s", c.Namespace, strings.Join(msgs, "; "))
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.PublicURL == "" {
+		add("publicUrl: required (flag --public-url or LTIOP_PUBLIC_URL), e.g. https://lti.example.com")
+	} else if err := c.checkURL(c.PublicURL); err != nil {
+		add("publicUrl: %v", err)
+	} else if u, _ := url.Parse(c.PublicURL); u.RawQuery != "" || u.Fragment != "" {
+		add("publicUrl: must not carry a query or fragment")
+	}
+	for name, v := range map[string]string{"launchUrl": c.LaunchURL, "deepLinkingUrl": c.DeepLinkingURL} {
+		if v != "" {
+			if err := c.checkURL(v); err != nil {
+				add("%s: %v", name, err)
+			}
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		add("listen %q: %v", c.Listen, err)
+	}
+	if c.MetricsListen != "0" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			add("metricsListen %q: %v", c.MetricsListen, err)
+		}
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.APIKeySecret); len(msgs) > 0 {
+		add("apiKeySecret %q: %s", c.APIKeySecret, strings.Join(msgs, "; "))
+	}
+	if c.APIKeySecretKey == "" {
+		add("apiKeySecretKey: required")
+	}
+	if c.MaxBodyBytes < 1024 {
+		add("maxBodyBytes: must be at least 1024, got %d", c.MaxBodyBytes)
+	}
+	if c.KeyWait.Duration < 0 || c.KeyWait.Duration > time.Minute {
+		add("keyWait: must be between 0 and 1m, got %s", c.KeyWait.Duration)
+	}
+	if c.ShutdownTimeout.Duration <= 0 {
+		add("shutdownTimeout: must be positive")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// checkURL accepts absolute https URLs, and http ones in dev mode.
+func (c *Config) checkURL(raw string) error {
+	return CheckURL(raw, c.DevMode)
+}
+
+// CheckURL accepts an absolute https URL with a host, or an http one when allowHTTP is set.
+func CheckURL(raw string, allowHTTP bool) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && allowHTTP:
+	case u.Scheme == "http":
+		return fmt.Errorf("%q must use https (http is accepted only in dev mode)", raw)
+	default:
+		return fmt.Errorf("%q must be an absolute https URL", raw)
+	}
+	if u.Host == "" || u.User != nil {
+		return fmt.Errorf("%q must have a host and no user information", raw)
+	}
+	return nil
+}
+
+// inClusterNamespace is the pod's namespace, from the downward API or the service account.
+func inClusterNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
+}
+
+type stringValue string
+
+func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
+func (v *stringValue) String() string     { return string(*v) }
+
+type boolValue bool
+
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	*v = boolValue(b)
+	return err
+}
+func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+
+type int64Value int64
+
+func (v *int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	*v = int64Value(n)
+	return err
+}
+func (v *int64Value) String() string { return strconv.FormatInt(int64(*v), 10) }
+
+type durationValue time.Duration
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	*v = durationValue(d)
+	return err
+}
+func (v *durationValue) String() string { return time.Duration(*v).String() }

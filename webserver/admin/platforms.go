@@ -1,0 +1,442 @@
+// Package admin serves the Bearer-authenticated management API: /api/platforms (also
+// answered under /admin/platforms). Reads come from the registry; writes go to the API
+// server under the field manager "ltiop-api", so they never fight the controller.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/registry"
+)
+
+// FieldManager owns the fields the API writes.
+const FieldManager = "ltiop-api"
+
+// apiCallTimeout bounds each call to the API server made for a request.
+const apiCallTimeout = 10 * time.Second
+
+// Platforms serves the platforms API.
+type Platforms struct {
+	Registry  *registry.Registry
+	Client    client.Client // writes go to the API server
+	Namespace string
+	DevMode   bool
+	// KeyWait bounds how long a write waits for the registry to show its result.
+	KeyWait time.Duration
+}
+
+// Platform is a registration as the API shows it (service interface §2.5).
+type Platform struct {
+	ID                     string     `json:"id"`
+	URL                    string     `json:"url"`
+	ClientID               string     `json:"clientId"`
+	Name                   string     `json:"name"`
+	AuthenticationEndpoint string     `json:"authenticationEndpoint"`
+	AccesstokenEndpoint    string     `json:"accesstokenEndpoint"`
+	AuthConfig             AuthConfig `json:"authConfig"`
+	PublicKey              string     `json:"publicKey"`
+	Active                 bool       `json:"active"`
+}
+
+// AuthConfig is the platform key: method JWK_SET, JWK_KEY or RSA_KEY, and the key.
+type AuthConfig struct {
+	Key    string `json:"key"`
+	Method string `json:"method"`
+}
+
+// PlatformRequest is the body of POST and PUT. The §4.4 fields are required; the others
+// are ltiop extensions and keep their current value (or default) when omitted.
+type PlatformRequest struct {
+	URL                    *string     `json:"url"`
+	ClientID               *string     `json:"clientId"`
+	Name                   *string     `json:"name"`
+	AuthenticationEndpoint *string     `json:"authenticationEndpoint"`
+	AccesstokenEndpoint    *string     `json:"accesstokenEndpoint"`
+	AuthConfig             *AuthConfig `json:"authConfig"`
+	AuthorizationServer    *string     `json:"authorizationServer,omitempty"`
+	DeploymentIDs          []string    `json:"deploymentIds,omitempty"`
+	Active                 *bool       `json:"active,omitempty"`
+}
+
+func toAPI(p *registry.Platform) Platform {
+	out := Platform{
+		ID:                     p.ID,
+		URL:                    string(p.Spec.URL),
+		ClientID:               p.Spec.ClientID,
+		Name:                   p.Spec.Name,
+		AuthenticationEndpoint: string(p.Spec.AuthenticationEndpoint),
+		AccesstokenEndpoint:    string(p.Spec.AccesstokenEndpoint),
+		AuthConfig:             AuthConfig{Key: p.Spec.AuthConfig.Key, Method: string(p.Spec.AuthConfig.Method)},
+		Active:                 p.Spec.IsActive(),
+	}
+	if p.Key != nil {
+		out.PublicKey = p.Key.PublicPEM
+	}
+	return out
+}
+
+// List answers GET /api/platforms, filtered by the query parameters id, url and clientId.
+func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	id, iss, clientID := q.Get("id"), q.Get("url"), q.Get("clientId")
+	found := h.Registry.List(func(p *registry.Platform) bool {
+		return (id == "" || p.ID == id) && (iss == "" || string(p.Spec.URL) == iss) &&
+			(clientID == "" || p.Spec.ClientID == clientID)
+	})
+	out := struct {
+		Platforms []Platform `json:"platforms"`
+	}{Platforms: make([]Platform, 0, len(found))}
+	for _, p := range found {
+		out.Platforms = append(out.Platforms, toAPI(p))
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// Get answers GET /api/platforms/{id}.
+func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
+}
+
+// Create answers POST /api/platforms: it creates the registration and waits a bounded
+// time for its key, so the response carries publicKey.
+func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
+	var req PlatformRequest
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	spec, err := h.validate(&req, nil)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	if other := h.Registry.Lookup(string(spec.URL), spec.ClientID); other != nil {
+		httpapi.WriteError(w, duplicate(other))
+		return
+	}
+	reg := &ltiv1.PlatformRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, GenerateName: namePrefix(string(spec.URL))},
+		Spec:       *spec,
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
+	defer cancel()
+	if err := h.Client.Create(ctx, reg, client.FieldOwner(FieldManager)); err != nil {
+		httpapi.WriteError(w, apiServerError(r.Context(), err))
+		return
+	}
+	log.FromContext(r.Context()).Info("platform registration created", "platform", reg.Name, "url", reg.Spec.URL, "clientId", reg.Spec.ClientID)
+	p := h.await(r.Context(), reg, func(p *registry.Platform) bool { return p.Key != nil })
+	w.Header().Set("Location", "/api/platforms/"+url.PathEscape(reg.Name))
+	httpapi.WriteJSON(w, http.StatusCreated, p)
+}
+
+// Update answers PUT /api/platforms/{id}: a full replacement of the §4.4 fields by
+// server-side apply.
+func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
+	current, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	var req PlatformRequest
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	spec, err := h.validate(&req, current)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	if other := h.Registry.Lookup(string(spec.URL), spec.ClientID); other != nil && other.ID != current.ID {
+		httpapi.WriteError(w, duplicate(other))
+		return
+	}
+	obj, convErr := applyConfiguration(current, spec)
+	if convErr != nil {
+		httpapi.WriteError(w, apiServerError(r.Context(), convErr))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
+	defer cancel()
+	if err := h.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		httpapi.WriteError(w, apiServerError(r.Context(), err))
+		return
+	}
+	h.respondAfterWrite(w, r, current.ID, obj.GetGeneration())
+}
+
+// Delete answers DELETE /api/platforms/{id}. The key Secret goes with the registration.
+func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID}}
+	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
+	defer cancel()
+	if err := h.Client.Delete(ctx, reg, client.Preconditions{UID: &p.UID}); err != nil {
+		httpapi.WriteError(w, apiServerError(r.Context(), err))
+		return
+	}
+	log.FromContext(r.Context()).Info("platform registration deleted", "platform", p.ID)
+	// Wait (bounded) so that a list right after the 204 no longer shows it.
+	h.await(r.Context(), reg, func(q *registry.Platform) bool { return q == nil || q.UID != p.UID })
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Activate answers POST /api/platforms/{id}/activate.
+func (h *Platforms) Activate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, true) }
+
+// Deactivate answers POST /api/platforms/{id}/deactivate.
+func (h *Platforms) Deactivate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, false) }
+
+func (h *Platforms) setActive(w http.ResponseWriter, r *http.Request, active bool) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"active":%t}}`, p.UID, active)
+	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
+	defer cancel()
+	if err := h.Client.Patch(ctx, reg, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		httpapi.WriteError(w, apiServerError(r.Context(), err))
+		return
+	}
+	h.respondAfterWrite(w, r, p.ID, reg.Generation)
+}
+
+// respondAfterWrite waits (bounded) until the registry shows the written generation, so
+// that the response and any read that follows it agree with the write.
+func (h *Platforms) respondAfterWrite(w http.ResponseWriter, r *http.Request, id string, generation int64) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.KeyWait)
+	defer cancel()
+	p, _ := h.Registry.WaitFor(ctx, id, func(p *registry.Platform) bool { return p != nil && p.Generation >= generation })
+	if p == nil {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound, "The platform was deleted meanwhile."))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
+}
+
+// await waits (bounded by KeyWait) for cond on the registry's view of reg, and returns the
+// API shape of the best view available.
+func (h *Platforms) await(ctx context.Context, reg *ltiv1.PlatformRegistration, cond func(*registry.Platform) bool) Platform {
+	ctx, cancel := context.WithTimeout(ctx, h.KeyWait)
+	defer cancel()
+	p, _ := h.Registry.WaitFor(ctx, reg.Name, func(p *registry.Platform) bool {
+		if p != nil && p.UID != reg.UID {
+			p = nil
+		}
+		return cond(p)
+	})
+	if p != nil && p.UID == reg.UID {
+		return toAPI(p)
+	}
+	return toAPI(&registry.Platform{ID: reg.Name, Spec: reg.Spec})
+}
+
+func (h *Platforms) find(r *http.Request) (*registry.Platform, *httpapi.Error) {
+	id := r.PathValue("id")
+	if p := h.Registry.Get(id); p != nil {
+		return p, nil
+	}
+	return nil, httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound,
+		fmt.Sprintf("No platform has the ID %q.", id))
+}
+
+func duplicate(other *registry.Platform) *httpapi.Error {
+	return httpapi.Errorf(http.StatusConflict, httpapi.CodePlatformExists, fmt.Sprintf(
+		"Platform %s already registers this url and clientId.", other.ID))
+}
+
+// validate checks a POST or PUT body and returns the spec it asks for. current is the
+// registration a PUT replaces (nil for POST): ltiop's optional fields keep its values.
+func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (*ltiv1.PlatformRegistrationSpec, *httpapi.Error) {
+	var problems []string
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	allowHTTP := h.DevMode || (current != nil && current.Spec.DevMode)
+
+	text := func(field string, v *string, max int) string {
+		switch {
+		case v == nil || strings.TrimSpace(*v) == "":
+			bad("%s: required", field)
+			return ""
+		case len(*v) > max:
+			bad("%s: at most %d characters", field, max)
+		}
+		return *v
+	}
+	endpoint := func(field string, v *string) ltiv1.EndpointURL {
+		s := text(field, v, 2048)
+		if s != "" {
+			if err := config.CheckURL(s, allowHTTP); err != nil {
+				bad("%s: %v", field, err)
+			}
+		}
+		return ltiv1.EndpointURL(s)
+	}
+
+	spec := &ltiv1.PlatformRegistrationSpec{
+		URL:                    endpoint("url", req.URL),
+		ClientID:               text("clientId", req.ClientID, 255),
+		Name:                   text("name", req.Name, 255),
+		AuthenticationEndpoint: endpoint("authenticationEndpoint", req.AuthenticationEndpoint),
+		AccesstokenEndpoint:    endpoint("accesstokenEndpoint", req.AccesstokenEndpoint),
+	}
+	if req.AuthConfig == nil {
+		bad("authConfig: required")
+	} else {
+		ac := ltiv1.AuthConfig{Method: ltiv1.AuthMethod(req.AuthConfig.Method), Key: req.AuthConfig.Key}
+		switch {
+		case ac.Method != ltiv1.AuthMethodJWKSet && ac.Method != ltiv1.AuthMethodJWKKey && ac.Method != ltiv1.AuthMethodRSAKey:
+			bad("authConfig.method: must be one of JWK_SET, JWK_KEY, RSA_KEY")
+		case strings.TrimSpace(ac.Key) == "":
+			bad("authConfig.key: required")
+		case len(ac.Key) > 16384:
+			bad("authConfig.key: at most 16384 characters")
+		default:
+			if err := controllers.ValidateAuthConfig(ac, allowHTTP); err != nil {
+				bad("authConfig.key: %v", err)
+			}
+		}
+		spec.AuthConfig = ac
+	}
+	if current != nil {
+		spec.AuthorizationServer = current.Spec.AuthorizationServer
+		spec.DeploymentIDs = current.Spec.DeploymentIDs
+		spec.Active = current.Spec.Active
+		spec.DevMode = current.Spec.DevMode
+	}
+	if req.AuthorizationServer != nil {
+		spec.AuthorizationServer = *req.AuthorizationServer
+		if spec.AuthorizationServer != "" && len(spec.AuthorizationServer) > 2048 {
+			bad("authorizationServer: at most 2048 characters")
+		}
+	}
+	if req.DeploymentIDs != nil {
+		seen := map[string]bool{}
+		for i, d := range req.DeploymentIDs {
+			switch {
+			case d == "" || len(d) > 255:
+				bad("deploymentIds[%d]: must be 1 to 255 characters", i)
+			case seen[d]:
+				bad("deploymentIds[%d]: %q is listed twice", i, d)
+			}
+			seen[d] = true
+		}
+		if len(req.DeploymentIDs) > 1000 {
+			bad("deploymentIds: at most 1000 entries")
+		}
+		spec.DeploymentIDs = req.DeploymentIDs
+	}
+	if req.Active != nil {
+		spec.Active = req.Active
+	}
+	if len(problems) > 0 {
+		return nil, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, strings.Join(problems, "; ")+".")
+	}
+	return spec, nil
+}
+
+// applyConfiguration is the server-side apply body of a PUT: identity, a UID precondition,
+// and every spec field the API manages.
+func applyConfiguration(current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec) (*unstructured.Unstructured, error) {
+	specMap := map[string]any{
+		"url":                    string(spec.URL),
+		"clientId":               spec.ClientID,
+		"name":                   spec.Name,
+		"authenticationEndpoint": string(spec.AuthenticationEndpoint),
+		"accesstokenEndpoint":    string(spec.AccesstokenEndpoint),
+		"authConfig":             map[string]any{"method": string(spec.AuthConfig.Method), "key": spec.AuthConfig.Key},
+		"active":                 spec.IsActive(),
+	}
+	if spec.AuthorizationServer != "" {
+		specMap["authorizationServer"] = spec.AuthorizationServer
+	}
+	if len(spec.DeploymentIDs) > 0 {
+		ids := make([]any, len(spec.DeploymentIDs))
+		for i, d := range spec.DeploymentIDs {
+			ids[i] = d
+		}
+		specMap["deploymentIds"] = ids
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ltiv1.GroupVersion.String(),
+		"kind":       "PlatformRegistration",
+		"metadata":   map[string]any{"name": current.ID, "namespace": current.Namespace, "uid": string(current.UID)},
+		"spec":       specMap,
+	}}
+	return obj, nil
+}
+
+// apiServerError turns an API-server failure into an API error without leaking internals.
+func apiServerError(ctx context.Context, err error) *httpapi.Error {
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsNotFound(err):
+		return httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound, "The platform does not exist (any more).")
+	case apierrors.IsInvalid(err) && errors.As(err, &status):
+		var msgs []string
+		if d := status.Status().Details; d != nil {
+			for _, c := range d.Causes {
+				msgs = append(msgs, strings.TrimPrefix(c.Field, "spec.")+": "+c.Message)
+			}
+		}
+		if len(msgs) == 0 {
+			msgs = append(msgs, status.Status().Message)
+		}
+		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, strings.Join(msgs, "; ")+".")
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return httpapi.Errorf(http.StatusConflict, httpapi.CodeConflict, "The platform was changed meanwhile; read it and try again.")
+	default:
+		log.FromContext(ctx).Error(err, "API server call failed")
+		return httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeUpstream, "The Kubernetes API server could not be reached; try again.")
+	}
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// namePrefix makes a readable, DNS-safe generateName from the issuer's host:
+// https://canvas.instructure.com -> "canvas-instructure-com-".
+func namePrefix(issuer string) string {
+	host := ""
+	if u, err := url.Parse(issuer); err == nil {
+		host = u.Hostname()
+	}
+	prefix := strings.Trim(nameUnsafe.ReplaceAllString(strings.ToLower(host), "-"), "-")
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-")
+	}
+	if prefix == "" || prefix[0] < 'a' {
+		prefix = "platform-" + prefix
+	}
+	return strings.TrimRight(prefix, "-") + "-"
+}

@@ -1,0 +1,88 @@
+// Package httpapi holds what every handler of the web server shares: the error envelope
+// and its stable codes, JSON reading and writing with limits, and the API-key check.
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Stable error codes, sent in details.message. Integrators match on them: never rename one.
+const (
+	CodeMissingAuthorization = "MISSING_AUTHORIZATION_HEADER"
+	CodeInvalidAuthScheme    = "INVALID_AUTHORIZATION_SCHEME"
+	CodeInvalidAPIKey        = "INVALID_API_KEY"
+	CodeAPIKeyNotConfigured  = "API_KEY_NOT_CONFIGURED"
+	CodeNotFound             = "NOT_FOUND"
+	CodePlatformNotFound     = "PLATFORM_NOT_FOUND"
+	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMedia     = "UNSUPPORTED_MEDIA_TYPE"
+	CodeInvalidBody          = "INVALID_REQUEST_BODY"
+	CodeInvalidParameters    = "INVALID_PARAMETERS"
+	CodePlatformExists       = "PLATFORM_ALREADY_REGISTERED"
+	CodeConflict             = "CONFLICT"
+	CodeNotReady             = "NOT_READY"
+	CodeInternal             = "INTERNAL_SERVER_ERROR"
+	CodeUpstream             = "UPSTREAM_ERROR"
+)
+
+// Error is an API error: an HTTP status, a stable code and a human description.
+type Error struct {
+	Status      int
+	Code        string
+	Description string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Description }
+
+// Errorf builds an *Error.
+func Errorf(status int, code, description string) *Error {
+	return &Error{Status: status, Code: code, Description: description}
+}
+
+// Envelope is the error body of every endpoint:
+// {"status":N,"error":"<reason phrase>","details":{"message":"<CODE>","description":"…"}}.
+type Envelope struct {
+	Status  int             `json:"status"`
+	Error   string          `json:"error"`
+	Details EnvelopeDetails `json:"details"`
+}
+
+// EnvelopeDetails carries the stable code and the description.
+type EnvelopeDetails struct {
+	Message     string `json:"message"`
+	Description string `json:"description"`
+}
+
+// WriteError writes err in the envelope. 401s also carry WWW-Authenticate.
+func WriteError(w http.ResponseWriter, err *Error) {
+	if err.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop"`)
+	}
+	WriteJSON(w, err.Status, Envelope{
+		Status:  err.Status,
+		Error:   http.StatusText(err.Status),
+		Details: EnvelopeDetails{Message: err.Code, Description: err.Description},
+	})
+}
+
+// WriteJSON writes v as the JSON response body with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"status":500,"error":"Internal Server Error","details":{"message":"INTERNAL_SERVER_ERROR","description":"The response could not be encoded."}}`)
+	}
+	WriteRawJSON(w, status, b)
+}
+
+// WriteRawJSON writes already-encoded JSON.
+func WriteRawJSON(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,124 @@
+package webserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ltiop/ltiop/webserver/httpapi"
+)
+
+var (
+	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ltiop_http_requests_total",
+		Help: "HTTP requests served, by route pattern, method and status code.",
+	}, []string{"route", "method", "code"})
+	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ltiop_http_request_duration_seconds",
+		Help:    "Time to serve HTTP requests, by route pattern.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"route"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(requestsTotal, requestDuration)
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// observe gives each request an id (X-Request-Id), logs it without query string or
+// headers (they can carry tokens), counts it, and turns a panic into a 500 envelope.
+func observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := requestID()
+		w.Header().Set("X-Request-Id", id)
+		logger := log.Log.WithName("http").WithValues("requestId", id)
+		r = r.WithContext(log.IntoContext(r.Context(), logger))
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", r.URL.Path)
+				if rec.status == 0 {
+					httpapi.WriteError(rec, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "An internal error occurred."))
+				}
+			}
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			elapsed := time.Since(start)
+			requestsTotal.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+			requestDuration.WithLabelValues(route).Observe(elapsed.Seconds())
+			logger.V(1).Info("request", "method", r.Method, "path", r.URL.Path, "route", route,
+				"status", rec.status, "duration", elapsed.String())
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+func requestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// notFoundOrMethod answers what the ServeMux has no route for, in the error envelope:
+// 405 with Allow when the path exists under another method, else 404.
+func notFoundOrMethod(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// Let the mux decide between 404 and 405 on a throwaway writer, keep its Allow.
+		probe := &headerProbe{header: http.Header{}}
+		mux.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			httpapi.WriteError(w, httpapi.Errorf(http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed,
+				r.Method+" is not allowed here; allowed: "+probe.header.Get("Allow")+"."))
+			return
+		}
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "No endpoint at "+r.URL.Path+"."))
+	})
+}
+
+// headerProbe is a ResponseWriter that records status and headers and drops the body.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }

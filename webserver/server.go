@@ -1,0 +1,169 @@
+// Package webserver is ltiop's HTTP side: a manager Runnable that serves the LTI endpoints,
+// the integrator API and health on every replica.
+package webserver
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ltiop/ltiop/webserver/admin"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/toolmode"
+)
+
+//go:embed openapi.json
+var openAPIDocument []byte
+
+// Options configure the Server.
+type Options struct {
+	Listen          string
+	Namespace       string
+	DevMode         bool
+	MaxBodyBytes    int64
+	KeyWait         time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// Server is the web server. It implements manager.Runnable and
+// manager.LeaderElectionRunnable (it runs on every replica).
+type Server struct {
+	opts     Options
+	registry *registry.Registry
+	apiKey   *httpapi.APIKey
+	handler  http.Handler
+	routes   []Route
+
+	shuttingDown atomic.Bool
+	addrOnce     sync.Once
+	listening    chan struct{}
+	addr         string
+}
+
+// Route is one endpoint. Every route must appear in the OpenAPI document (a test checks).
+type Route struct {
+	Method, Path string
+	Handler      http.Handler
+}
+
+// New builds the server. writer is the client used for registration writes.
+func New(opts Options, reg *registry.Registry, apiKey *httpapi.APIKey, writer client.Client) *Server {
+	s := &Server{opts: opts, registry: reg, apiKey: apiKey, listening: make(chan struct{})}
+	platforms := &admin.Platforms{
+		Registry: reg, Client: writer, Namespace: opts.Namespace, DevMode: opts.DevMode, KeyWait: opts.KeyWait,
+	}
+	bearer := func(f http.HandlerFunc) http.Handler { return apiKey.RequireBearer(f) }
+
+	s.routes = []Route{
+		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
+		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
+		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
+		{"GET", "/lti/keys", toolmode.Keys(reg)},
+	}
+	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
+		s.routes = append(s.routes,
+			Route{"GET", prefix, bearer(platforms.List)},
+			Route{"POST", prefix, bearer(platforms.Create)},
+			Route{"GET", prefix + "/{id}", bearer(platforms.Get)},
+			Route{"PUT", prefix + "/{id}", bearer(platforms.Update)},
+			Route{"DELETE", prefix + "/{id}", bearer(platforms.Delete)},
+			Route{"POST", prefix + "/{id}/activate", bearer(platforms.Activate)},
+			Route{"POST", prefix + "/{id}/deactivate", bearer(platforms.Deactivate)},
+		)
+	}
+	mux := http.NewServeMux()
+	for _, rt := range s.routes {
+		mux.Handle(rt.Method+" "+rt.Path, rt.Handler)
+	}
+	s.handler = observe(httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(mux)))
+	return s
+}
+
+// Routes lists the served endpoints.
+func (s *Server) Routes() []Route { return s.routes }
+
+// Handler is the whole HTTP handler, middleware included.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// NeedLeaderElection is false: every replica serves.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Addr waits until the server listens and returns its address (useful with port 0).
+func (s *Server) Addr(ctx context.Context) (string, error) {
+	select {
+	case <-s.listening:
+		return s.addr, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Start serves until ctx ends, then shuts down gracefully: /readyz turns 503 so load
+// balancers drain, and requests in flight get ShutdownTimeout to finish.
+func (s *Server) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("webserver")
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("web server: %w", err)
+	}
+	s.addrOnce.Do(func() { s.addr = ln.Addr().String(); close(s.listening) })
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("serving", "address", s.addr)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("web server: %w", err)
+	case <-ctx.Done():
+	}
+	s.shuttingDown.Store(true)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("web server shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz is ready once the registrations and keys are loaded, and until shutdown begins.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case s.shuttingDown.Load():
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The server is shutting down."))
+	case !s.registry.HasSynced():
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Registrations are still loading."))
+	default:
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	}
+}
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	httpapi.WriteRawJSON(w, http.StatusOK, openAPIDocument)
+}
