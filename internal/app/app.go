@@ -37,6 +37,43 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// ManagerOptions are the manager settings of production, shared with the tests.
+func ManagerOptions(cfg *config.Config) ctrl.Options {
+	return ctrl.Options{
+		Scheme: Scheme(),
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
+			// Only ltiop's own Secrets are cached: memory does not grow with unrelated ones.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
+			},
+		},
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsListen},
+		HealthProbeBindAddress:  "0", // health is served by the web server itself
+		LeaderElection:          cfg.LeaderElection,
+		LeaderElectionID:        "ltiop.lti.ltiop.dev",
+		LeaderElectionNamespace: cfg.Namespace,
+	}
+}
+
+// SetupControllers registers the field indexes and the reconcilers.
+func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config) error {
+	if err := controllers.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	if err := (&controllers.PlatformRegistrationReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("ltiop"),
+		PublicURL: cfg.PublicURL,
+		DevMode:   cfg.DevMode,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PlatformRegistration controller: %w", err)
+	}
+	return nil
+}
+
 // App is a configured, not yet started ltiop.
 type App struct {
 	Manager  ctrl.Manager
@@ -46,40 +83,14 @@ type App struct {
 
 // New builds ltiop for cfg against the cluster of restCfg.
 func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config) (*App, error) {
-	scheme := Scheme()
-	metricsAddr := cfg.MetricsListen
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme: scheme,
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-			// Only ltiop's own Secrets are cached: memory does not grow with unrelated ones.
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
-			},
-		},
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress:  "0", // health is served by the web server itself
-		LeaderElection:          cfg.LeaderElection,
-		LeaderElectionID:        "ltiop.lti.ltiop.dev",
-		LeaderElectionNamespace: cfg.Namespace,
-	})
+	mgr, err := ctrl.NewManager(restCfg, ManagerOptions(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-
-	if err := controllers.SetupIndexes(ctx, mgr); err != nil {
+	if err := SetupControllers(ctx, mgr, cfg); err != nil {
 		return nil, err
 	}
-	if err := (&controllers.PlatformRegistrationReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    scheme,
-		Recorder:  mgr.GetEventRecorder("ltiop"),
-		PublicURL: cfg.PublicURL,
-		DevMode:   cfg.DevMode,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the PlatformRegistration controller: %w", err)
-	}
+	scheme := mgr.GetScheme()
 
 	// The registry's informers are registered now, so the manager syncs them before it
 	// starts the web server.

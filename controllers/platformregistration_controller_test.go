@@ -1,0 +1,375 @@
+package controllers_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/keys"
+)
+
+func namespaceObject(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+var counter int
+
+// uniqueName keeps specs independent inside the one watched namespace.
+func uniqueName(prefix string) string {
+	counter++
+	return fmt.Sprintf("%s-%d-%d", prefix, GinkgoParallelProcess(), counter)
+}
+
+func canvasRegistration(name, clientID string) *ltiv1.PlatformRegistration {
+	return &ltiv1.PlatformRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: ltiv1.PlatformRegistrationSpec{
+			URL:                    "https://canvas.instructure.com",
+			ClientID:               clientID,
+			Name:                   "Canvas",
+			AuthenticationEndpoint: "https://sso.canvaslms.com/api/lti/authorize_redirect",
+			AccesstokenEndpoint:    "https://sso.canvaslms.com/login/oauth2/token",
+			AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: "https://sso.canvaslms.com/api/lti/security/jwks"},
+		},
+	}
+}
+
+func get(reg *ltiv1.PlatformRegistration) *ltiv1.PlatformRegistration {
+	out := &ltiv1.PlatformRegistration{}
+	ExpectWithOffset(1, k8s.Get(context.Background(), client.ObjectKeyFromObject(reg), out)).To(Succeed())
+	return out
+}
+
+// readyCondition returns the Ready condition once it describes the current generation.
+func readyCondition(reg *ltiv1.PlatformRegistration) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		cur := get(reg)
+		c := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionReady)
+		if c == nil || c.ObservedGeneration != cur.Generation || cur.Status.ObservedGeneration != cur.Generation {
+			return nil
+		}
+		return c
+	}
+}
+
+func haveReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
+	return And(Not(BeNil()), WithTransform(func(c *metav1.Condition) string { return string(c.Status) + "/" + c.Reason },
+		Equal(string(status)+"/"+reason)))
+}
+
+func keySecret(reg *ltiv1.PlatformRegistration) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: controllers.KeySecretName(reg.Name)}, s)
+	return s, err
+}
+
+func eventsFor(name, reason string) func() []eventsv1.Event {
+	return func() []eventsv1.Event {
+		var list eventsv1.EventList
+		Expect(k8s.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Reason == reason {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+}
+
+func rsaPublicPEM(bits int) string {
+	k, err := rsa.GenerateKey(rand.Reader, bits)
+	Expect(err).NotTo(HaveOccurred())
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	Expect(err).NotTo(HaveOccurred())
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+}
+
+func jwkJSON(raw any) string {
+	k, err := jwk.Import(raw)
+	Expect(err).NotTo(HaveOccurred())
+	b, err := json.Marshal(k)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+var _ = Describe("PlatformRegistration controller", func() {
+	ctx := context.Background()
+
+	It("creates an owned, labelled key Secret and publishes the key and the LMS URLs in status", func() {
+		reg := canvasRegistration(uniqueName("canvas"), uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+
+		cur := get(reg)
+		Expect(cur.Spec.Active).To(Equal(ptr.To(true)), "active defaults to true")
+		Expect(cur.Status.LoginURL).To(Equal(publicURL + "/lti/login"))
+		Expect(cur.Status.LaunchURL).To(Equal(publicURL + "/lti/launch"))
+		Expect(cur.Status.JWKSURL).To(Equal(publicURL + "/lti/keys"))
+		Expect(meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionStalled)).To(BeNil())
+		Expect(meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionReconciling)).To(BeNil())
+
+		secret, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cur.Status.KeySecretName).To(Equal(secret.Name))
+		Expect(metav1.IsControlledBy(secret, cur)).To(BeTrue(), "the Secret is owned by the registration")
+		Expect(secret.Labels).To(HaveKeyWithValue(ltiv1.LabelManagedBy, ltiv1.ManagedByValue))
+		Expect(secret.Labels).To(HaveKeyWithValue(ltiv1.LabelPlatformRegistration, reg.Name))
+		Expect(string(secret.Type)).To(Equal(ltiv1.SecretTypeToolKey))
+		Expect(string(secret.Data[ltiv1.SecretKeyPrivateKey])).To(HavePrefix("-----BEGIN PRIVATE KEY-----"), "PKCS#8 PEM")
+
+		private, err := keys.ParsePrivateKey(secret.Data[ltiv1.SecretKeyPrivateKey])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(private.N.BitLen()).To(Equal(2048))
+		kid, err := keys.KID(&private.PublicKey)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cur.Status.KID).To(Equal(kid))
+		Expect(string(secret.Data[ltiv1.SecretKeyKID])).To(Equal(kid))
+		pub, err := keys.ParsePublicKeyPEM(cur.Status.PublicKey)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pub.Equal(&private.PublicKey)).To(BeTrue(), "status.publicKey is the Secret's public half")
+
+		Eventually(eventsFor(reg.Name, ltiv1.ReasonKeyCreated)).Should(HaveLen(1))
+	})
+
+	It("is idempotent: a Ready registration and its Secret are not rewritten", func() {
+		reg := canvasRegistration(uniqueName("idem"), uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		regVersion := get(reg).ResourceVersion
+		secret, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+
+		// A label change triggers no reconcile (generation predicate); a Secret label change does.
+		patch := client.MergeFrom(secret.DeepCopy())
+		secret.Annotations = map[string]string{"touched": "yes"}
+		Expect(k8s.Patch(ctx, secret, patch)).To(Succeed())
+		Consistently(func() string { return get(reg).ResourceVersion }, 2*time.Second).Should(Equal(regVersion))
+		after, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after.Data).To(Equal(secret.Data), "a valid key is never replaced")
+	})
+
+	It("reflects a spec change in observedGeneration and keeps the key", func() {
+		reg := canvasRegistration(uniqueName("gen"), uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		kid := get(reg).Status.KID
+
+		cur := get(reg)
+		cur.Spec.Active = ptr.To(false)
+		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Eventually(func() int64 { return get(reg).Status.ObservedGeneration }).Should(Equal(int64(2)))
+		Eventually(readyCondition(reg)).Should(And(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady),
+			WithTransform(func(c *metav1.Condition) string { return c.Message }, ContainSubstring("inactive"))))
+		Expect(get(reg).Status.KID).To(Equal(kid))
+	})
+
+	DescribeTable("refuses an unusable authConfig with Ready=False, Stalled=True and an event, without retrying",
+		func(method ltiv1.AuthMethod, key func() string, want string) {
+			reg := canvasRegistration(uniqueName("badkey"), uniqueName("client"))
+			reg.Spec.AuthConfig = ltiv1.AuthConfig{Method: method, Key: key()}
+			Expect(k8s.Create(ctx, reg)).To(Succeed())
+			Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonInvalidAuthConfig))
+			cur := get(reg)
+			ready := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionReady)
+			Expect(ready.Message).To(ContainSubstring(want))
+			stalled := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionStalled)
+			Expect(stalled).NotTo(BeNil())
+			Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+			Eventually(eventsFor(reg.Name, ltiv1.ReasonInvalidAuthConfig)).Should(HaveLen(1))
+
+			// No hot loop: nothing is written again while the spec stays the same.
+			version := cur.ResourceVersion
+			Consistently(func() string { return get(reg).ResourceVersion }, 2*time.Second).Should(Equal(version))
+
+			// Fixing the spec makes it Ready.
+			cur.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodRSAKey, Key: rsaPublicPEM(2048)}
+			Expect(k8s.Update(ctx, cur)).To(Succeed())
+			Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		},
+		Entry("RSA_KEY that is not PEM data", ltiv1.AuthMethodRSAKey,
+			func() string { return "-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----\n" }, "RSA_KEY is not a PEM RSA public key"),
+		Entry("RSA_KEY holding an EC key", ltiv1.AuthMethodRSAKey, func() string {
+			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+			return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+		}, "not an RSA public key"),
+		Entry("RSA_KEY of 1024 bits", ltiv1.AuthMethodRSAKey, func() string { return rsaPublicPEM(1024) }, "at least 2048"),
+		Entry("JWK_KEY of type EC", ltiv1.AuthMethodJWKKey, func() string {
+			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			return jwkJSON(&k.PublicKey)
+		}, "not RSA"),
+		Entry("JWK_KEY holding a private key", ltiv1.AuthMethodJWKKey, func() string {
+			k, _ := rsa.GenerateKey(rand.Reader, 2048)
+			return jwkJSON(k)
+		}, "private key"),
+		Entry("JWK_KEY that is a key set", ltiv1.AuthMethodJWKKey, func() string { return `{"keys":[]}` }, "key set"),
+		Entry("JWK_KEY that is not JSON", ltiv1.AuthMethodJWKKey, func() string { return `{"kty":` }, "not a JSON object"),
+		Entry("JWK_SET over plain http outside dev mode", ltiv1.AuthMethodJWKSet,
+			func() string { return "http://lms.example/jwks" }, "must use https"),
+	)
+
+	It("accepts a valid JWK_KEY and RSA_KEY", func() {
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		Expect(err).NotTo(HaveOccurred())
+		for _, ac := range []ltiv1.AuthConfig{
+			{Method: ltiv1.AuthMethodJWKKey, Key: jwkJSON(&k.PublicKey)},
+			{Method: ltiv1.AuthMethodRSAKey, Key: rsaPublicPEM(2048)},
+		} {
+			reg := canvasRegistration(uniqueName("goodkey"), uniqueName("client"))
+			reg.Spec.AuthConfig = ac
+			Expect(k8s.Create(ctx, reg)).To(Succeed())
+			Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		}
+	})
+
+	It("refuses http endpoints unless the registration is in dev mode", func() {
+		reg := canvasRegistration(uniqueName("http"), uniqueName("client"))
+		reg.Spec.URL = "http://moodle.local"
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonInsecureURL))
+
+		cur := get(reg)
+		cur.Spec.DevMode = true
+		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+	})
+
+	DescribeTable("the schema refuses malformed registrations before they are stored",
+		func(mutate func(*ltiv1.PlatformRegistration), want string) {
+			reg := canvasRegistration(uniqueName("schema"), uniqueName("client"))
+			mutate(reg)
+			err := k8s.Create(ctx, reg)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+			Expect(err.Error()).To(ContainSubstring(want))
+		},
+		Entry("unknown method", func(r *ltiv1.PlatformRegistration) { r.Spec.AuthConfig.Method = "HS256" }, "supported values"),
+		Entry("JWK_SET key that is no URL", func(r *ltiv1.PlatformRegistration) { r.Spec.AuthConfig.Key = "not a url" }, "JWK_SET key must be"),
+		Entry("RSA_KEY that is no PEM", func(r *ltiv1.PlatformRegistration) {
+			r.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodRSAKey, Key: "abc"}
+		}, "PEM-encoded"),
+		Entry("JWK_KEY that is no JSON object", func(r *ltiv1.PlatformRegistration) {
+			r.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: "abc"}
+		}, "JSON Web Key"),
+		Entry("relative URL", func(r *ltiv1.PlatformRegistration) { r.Spec.AuthenticationEndpoint = "/auth" }, "absolute http(s) URL"),
+		Entry("ftp URL", func(r *ltiv1.PlatformRegistration) { r.Spec.URL = "ftp://lms.example" }, "absolute http(s) URL"),
+		Entry("missing clientId", func(r *ltiv1.PlatformRegistration) { r.Spec.ClientID = "" }, "clientId"),
+		Entry("missing name", func(r *ltiv1.PlatformRegistration) { r.Spec.Name = "" }, "name"),
+	)
+
+	It("keeps the older of two registrations with the same (url, clientId) and marks the newer", func() {
+		clientID := uniqueName("shared")
+		first := canvasRegistration(uniqueName("first"), clientID)
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Eventually(readyCondition(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
+		second := canvasRegistration(uniqueName("second"), clientID)
+		Expect(k8s.Create(ctx, second)).To(Succeed())
+
+		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonDuplicateRegistration))
+		Expect(meta.FindStatusCondition(get(second).Status.Conditions, ltiv1.ConditionReady).Message).To(ContainSubstring(first.Name))
+		Consistently(readyCondition(first), time.Second).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+
+		// Same issuer, other client: not a duplicate (T-QUIRK-01: never key on iss alone).
+		other := canvasRegistration(uniqueName("other"), uniqueName("client"))
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		Eventually(readyCondition(other)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+
+		// When the older one goes, the newer one takes over.
+		Expect(k8s.Delete(ctx, first)).To(Succeed())
+		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+	})
+
+	It("generates a new key with a Warning event when the Secret is deleted out of band", func() {
+		reg := canvasRegistration(uniqueName("lost"), uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		oldKID := get(reg).Status.KID
+		secret, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(k8s.Delete(ctx, secret)).To(Succeed())
+		Eventually(func() string { return get(reg).Status.KID }).ShouldNot(Equal(oldKID))
+		fresh, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fresh.UID).NotTo(Equal(secret.UID))
+		Eventually(eventsFor(reg.Name, ltiv1.ReasonKeyRegenerated)).Should(ContainElement(And(
+			HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Note", ContainSubstring("LMS must be given the new public key")))))
+	})
+
+	It("replaces a key that was damaged out of band", func() {
+		reg := canvasRegistration(uniqueName("damaged"), uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		oldKID := get(reg).Status.KID
+		secret, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+		secret.Data[ltiv1.SecretKeyPrivateKey] = []byte("garbage")
+		Expect(k8s.Update(ctx, secret)).To(Succeed())
+
+		Eventually(func() string { return get(reg).Status.KID }).ShouldNot(Equal(oldKID))
+		fresh, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = keys.ParsePrivateKey(fresh.Data[ltiv1.SecretKeyPrivateKey])
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(eventsFor(reg.Name, ltiv1.ReasonKeyRegenerated)).ShouldNot(BeEmpty())
+	})
+
+	It("does not touch a foreign Secret that has the key Secret's name", func() {
+		name := uniqueName("foreign")
+		foreign := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: controllers.KeySecretName(name)},
+			StringData: map[string]string{"password": "hunter2"},
+		}
+		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		reg := canvasRegistration(name, uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonKeySecretConflict))
+
+		after := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), after)).To(Succeed())
+		Expect(after.Data).To(Equal(map[string][]byte{"password": []byte("hunter2")}))
+		Expect(after.OwnerReferences).To(BeEmpty())
+	})
+
+	It("caches only ltiop's labelled Secrets", func() {
+		unrelated := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: uniqueName("unrelated")},
+			StringData: map[string]string{"x": "y"},
+		}
+		Expect(k8s.Create(ctx, unrelated)).To(Succeed())
+		reg := canvasRegistration(uniqueName("cached"), uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+
+		Eventually(func() error {
+			return mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: controllers.KeySecretName(reg.Name)}, &corev1.Secret{})
+		}).Should(Succeed())
+		Consistently(func() bool {
+			err := mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(unrelated), &corev1.Secret{})
+			return apierrors.IsNotFound(err)
+		}, time.Second).Should(BeTrue())
+	})
+})
