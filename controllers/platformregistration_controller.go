@@ -99,7 +99,7 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	setConditions(status, reg, problem)
 
 	if equality.Semantic.DeepEqual(&reg.Status, status) {
-		return ctrl.Result{}, nil // nothing changed: skip the write
+		return ctrl.Result{RequeueAfter: recheck(problem)}, nil // nothing changed: skip the write
 	}
 	if problem != nil && !isReportedProblem(&reg.Status, problem) {
 		r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, problem.reason, "Validate", "%s", problem.message)
@@ -109,7 +109,18 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if err := r.Status().Patch(ctx, reg, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: recheck(problem)}, nil
+}
+
+// conflictRecheck is how often a registration blocked by a foreign Secret looks again: that
+// Secret is not cached (it is not ours), so its removal raises no event.
+const conflictRecheck = 30 * time.Second
+
+func recheck(p *problem) time.Duration {
+	if p != nil && p.reason == ltiv1.ReasonKeySecretConflict {
+		return conflictRecheck
+	}
+	return 0
 }
 
 // problem is why a registration is not Ready. Problems need a spec change to go away, so

@@ -21,7 +21,7 @@ const (
 // controller unless the registration or the operator runs in dev mode.
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=2048
-// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="must be an absolute http(s) URL"
+// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname().size() > 0",message="must be an absolute http(s) URL"
 type EndpointURL string
 
 // AuthConfig is the platform's public key material used to verify the id_tokens it signs.

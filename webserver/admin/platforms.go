@@ -148,7 +148,7 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log.FromContext(r.Context()).Info("platform registration created", "platform", reg.Name, "url", reg.Spec.URL, "clientId", reg.Spec.ClientID)
-	p := h.await(r.Context(), reg, func(p *registry.Platform) bool { return p.Key != nil })
+	p := h.await(r.Context(), reg, func(p *registry.Platform) bool { return p != nil && p.Key != nil })
 	w.Header().Set("Location", "/api/platforms/"+url.PathEscape(reg.Name))
 	httpapi.WriteJSON(w, http.StatusCreated, p)
 }
@@ -197,7 +197,7 @@ func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID}}
+	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
 	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
 	defer cancel()
 	if err := h.Client.Delete(ctx, reg, client.Preconditions{UID: &p.UID}); err != nil {
@@ -206,7 +206,7 @@ func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) {
 	}
 	log.FromContext(r.Context()).Info("platform registration deleted", "platform", p.ID)
 	// Wait (bounded) so that a list right after the 204 no longer shows it.
-	h.await(r.Context(), reg, func(q *registry.Platform) bool { return q == nil || q.UID != p.UID })
+	h.await(r.Context(), reg, func(q *registry.Platform) bool { return q == nil })
 	w.WriteHeader(http.StatusNoContent)
 }
 

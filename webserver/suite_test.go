@@ -1,0 +1,153 @@
+package webserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/testenv"
+)
+
+const (
+	namespace = "ltiop-e2e"
+	apiKey    = "test-api-key-0123456789"
+	publicURL = "https://lti.test.example"
+)
+
+var (
+	testEnv *envtest.Environment
+	restCfg *rest.Config
+	k8s     client.Client // straight to the API server, no cache
+	ltiop   *app.App
+	baseURL string
+	cancel  context.CancelFunc
+	stopped chan struct{}
+)
+
+func TestWebServer(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "Web Server Suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	testEnv, restCfg, err = testenv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(restCfg, client.Options{Scheme: app.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+
+	ctx := context.Background()
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+	Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ltiop-api-key"},
+		StringData: map[string]string{"apiKey": apiKey},
+	})).To(Succeed())
+
+	cfg := config.Default()
+	cfg.Namespace, cfg.PublicURL = namespace, publicURL
+	cfg.Listen, cfg.MetricsListen = "127.0.0.1:0", "0"
+	cfg.MaxBodyBytes = 64 << 10
+	cfg.KeyWait.Duration = 15 * time.Second
+	Expect(cfg.Validate()).To(Succeed())
+
+	var runCtx context.Context
+	runCtx, cancel = context.WithCancel(context.Background())
+	ltiop, err = app.New(runCtx, &cfg, restCfg)
+	Expect(err).NotTo(HaveOccurred())
+	stopped = make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(stopped)
+		Expect(ltiop.Start(runCtx)).To(Succeed())
+	}()
+	addr, err := ltiop.Server.Addr(runCtx)
+	Expect(err).NotTo(HaveOccurred())
+	baseURL = "http://" + addr
+	Eventually(func() int { return call("GET", "/readyz", nil, nil).Status }).Should(Equal(200))
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+		<-stopped
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// response is what a test needs of an HTTP answer.
+type response struct {
+	Status int
+	Header http.Header
+	Raw    []byte
+	JSON   map[string]any
+}
+
+// errorCode is details.message of an error envelope.
+func (r response) errorCode() string {
+	d, _ := r.JSON["details"].(map[string]any)
+	s, _ := d["message"].(string)
+	return s
+}
+
+func (r response) errorDescription() string {
+	d, _ := r.JSON["details"].(map[string]any)
+	s, _ := d["description"].(string)
+	return s
+}
+
+var bearer = map[string]string{"Authorization": "Bearer " + apiKey}
+
+// call makes a real HTTP request over loopback. body may be nil, a string (sent as is)
+// or a value (sent as JSON).
+func call(method, path string, body any, headers map[string]string) response {
+	var rd io.Reader
+	contentType := ""
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd, contentType = bytes.NewBufferString(b), "application/json"
+	default:
+		raw, err := json.Marshal(b)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		rd, contentType = bytes.NewReader(raw), "application/json"
+	}
+	req, err := http.NewRequest(method, baseURL+path, rd)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	out := response{Status: res.StatusCode, Header: res.Header, Raw: raw}
+	if len(raw) > 0 && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+		ExpectWithOffset(1, json.Unmarshal(raw, &out.JSON)).To(Succeed(), string(raw))
+	}
+	return out
+}
