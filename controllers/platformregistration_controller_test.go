@@ -352,6 +352,10 @@ var _ = Describe("PlatformRegistration controller", func() {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), after)).To(Succeed())
 		Expect(after.Data).To(Equal(map[string][]byte{"password": []byte("hunter2")}))
 		Expect(after.OwnerReferences).To(BeEmpty())
+
+		// Once the foreign Secret is gone, the registration recovers by itself.
+		Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+		Eventually(readyCondition(reg), 45*time.Second).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
 	It("caches only ltiop's labelled Secrets", func() {

@@ -1,0 +1,193 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keys"
+)
+
+func registration(name, issuer, clientID string, created time.Time) *ltiv1.PlatformRegistration {
+	return &ltiv1.PlatformRegistration{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
+			CreationTimestamp: metav1.NewTime(created), Generation: 1,
+		},
+		Spec: ltiv1.PlatformRegistrationSpec{URL: ltiv1.EndpointURL(issuer), ClientID: clientID, Name: name},
+	}
+}
+
+func keySecret(t testing.TB, owner *ltiv1.PlatformRegistration) *corev1.Secret {
+	private, err := keys.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemBytes, err := keys.EncodePrivateKey(private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-tool-key", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: ltiv1.GroupVersion.String(), Kind: "PlatformRegistration", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
+		}}},
+		Type: ltiv1.SecretTypeToolKey,
+		Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: pemBytes},
+	}
+}
+
+func noLog(string, ...any) {}
+
+// T-QUIRK-01: registrations are keyed by (issuer, client_id), never by issuer alone.
+func TestLookupByIssuerAndClient(t *testing.T) {
+	r := New()
+	now := time.Now()
+	r.putRegistration(registration("a", "https://canvas.instructure.com", "1", now))
+	r.putRegistration(registration("b", "https://canvas.instructure.com", "2", now))
+	if p := r.Lookup("https://canvas.instructure.com", "2"); p == nil || p.ID != "b" {
+		t.Fatalf("Lookup(canvas, 2) = %v, want b", p)
+	}
+	if p := r.Lookup("https://canvas.instructure.com", "3"); p != nil {
+		t.Fatalf("Lookup of an unknown client = %v, want nil", p.ID)
+	}
+	if p := r.Lookup("https://canvas.instructure.com/", "1"); p != nil {
+		t.Fatal("the issuer is compared byte for byte")
+	}
+}
+
+func TestDuplicatesResolveToTheOldest(t *testing.T) {
+	r := New()
+	now := time.Now()
+	r.putRegistration(registration("newer", "https://lms", "c", now))
+	r.putRegistration(registration("older", "https://lms", "c", now.Add(-time.Hour)))
+	if p := r.Lookup("https://lms", "c"); p.ID != "older" {
+		t.Fatalf("Lookup = %s, want older", p.ID)
+	}
+	r.deleteRegistration(registration("older", "https://lms", "c", now.Add(-time.Hour)))
+	if p := r.Lookup("https://lms", "c"); p == nil || p.ID != "newer" {
+		t.Fatalf("after deleting the older one, Lookup = %v, want newer", p)
+	}
+	// Changing the client of a registration moves it in the index.
+	moved := registration("newer", "https://lms", "d", now)
+	r.putRegistration(moved)
+	if r.Lookup("https://lms", "c") != nil || r.Lookup("https://lms", "d") == nil {
+		t.Fatal("an updated registration must be found under its new key only")
+	}
+}
+
+func TestKeysJoinByOwnerUIDAndJWKSFollowsChanges(t *testing.T) {
+	r := New()
+	reg := registration("a", "https://lms", "c", time.Now())
+	secret := keySecret(t, reg)
+	r.putSecret(noLog, secret) // the Secret may arrive before its registration
+	if string(r.JWKS()) != `{"keys":[]}` {
+		t.Fatalf("JWKS without registrations = %s", r.JWKS())
+	}
+	r.putRegistration(reg)
+	p := r.Get("a")
+	if p.Key == nil || p.Key.PublicPEM == "" || p.Key.KID == "" {
+		t.Fatal("the registration must carry its key")
+	}
+	first := r.JWKS()
+	if got := r.JWKS(); &got[0] != &first[0] {
+		t.Fatal("an unchanged JWKS must be served from memory, not re-marshalled")
+	}
+
+	// A Secret owned by an earlier registration of the same name is not this one's key.
+	stale := registration("a", "https://lms", "c", time.Now())
+	stale.UID = "another-uid"
+	r.putRegistration(stale)
+	if r.Get("a").Key != nil {
+		t.Fatal("keys join by owner UID, not by name")
+	}
+	r.putRegistration(reg)
+	r.deleteSecret(secret)
+	if r.Get("a").Key != nil || string(r.JWKS()) != `{"keys":[]}` {
+		t.Fatalf("a deleted Secret takes its key out of the JWKS: %s", r.JWKS())
+	}
+}
+
+func TestWaitForWakesOnChange(t *testing.T) {
+	r := New()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		r.putRegistration(registration("late", "https://lms", "c", time.Now()))
+	}()
+	p, ok := r.WaitFor(ctx, "late", func(p *Platform) bool { return p != nil })
+	if !ok || p.ID != "late" {
+		t.Fatalf("WaitFor = %v, %v", p, ok)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancelShort()
+	if _, ok := r.WaitFor(short, "never", func(p *Platform) bool { return p != nil }); ok {
+		t.Fatal("WaitFor must give up when its context ends")
+	}
+}
+
+// BenchmarkLookup looks registrations up by (url, clientId) with 10,000 loaded. The lookup
+// is a map read: constant time, no copy of the list.
+func BenchmarkLookup(b *testing.B) {
+	r := New()
+	now := time.Now()
+	const n = 10000
+	for i := range n {
+		r.putRegistration(registration(fmt.Sprintf("reg-%d", i), fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i), now))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		k := i % n
+		if r.Lookup(fmt.Sprintf("https://lms-%d.example", k%100), "client-"+fmt.Sprint(k)) == nil {
+			b.Fatal("not found")
+		}
+		i++
+	}
+}
+
+// BenchmarkLookupHit measures the lookup alone, with the key strings prepared.
+func BenchmarkLookupHit(b *testing.B) {
+	r := New()
+	now := time.Now()
+	const n = 10000
+	issuers, clients := make([]string, n), make([]string, n)
+	for i := range n {
+		issuers[i], clients[i] = fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i)
+		r.putRegistration(registration(fmt.Sprintf("reg-%d", i), issuers[i], clients[i], now))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		if r.Lookup(issuers[i%n], clients[i%n]) == nil {
+			b.Fatal("not found")
+		}
+		i++
+	}
+}
+
+// BenchmarkJWKS serves the key set of 100 registrations.
+func BenchmarkJWKS(b *testing.B) {
+	r := New()
+	for i := range 100 {
+		reg := registration(fmt.Sprintf("reg-%d", i), "https://lms", fmt.Sprint(i), time.Now())
+		r.putRegistration(reg)
+		r.putSecret(noLog, keySecret(b, reg))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if len(r.JWKS()) == 0 {
+			b.Fatal("empty")
+		}
+	}
+}
