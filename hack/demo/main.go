@@ -1,0 +1,278 @@
+// Command demo runs ltiop end to end with no cluster: a local kube-apiserver and etcd
+// (built from the Go module proxy by hack/build-binaries.sh), the CRD, an API key, the
+// samples, and ltiop in dev mode. It runs until interrupted, then removes everything.
+//
+// It needs no terminal: LTIOP_LISTEN and LTIOP_API_KEY (and every other LTIOP_* setting)
+// are read from the environment, so scripts can start it and wait for /readyz.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/internal/config"
+)
+
+const namespace = "ltiop-system"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	log.SetLogger(zap.New(zap.UseDevMode(false), zap.WriteTo(os.Stderr)))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	listen := envOr("LTIOP_LISTEN", "127.0.0.1:3000")
+	apiKey := os.Getenv("LTIOP_API_KEY")
+	if apiKey == "" {
+		apiKey = randomKey()
+	}
+	publicURL := envOr("LTIOP_PUBLIC_URL", "http://"+reachable(listen))
+	cfg, err := config.Load(nil, func(name string) string {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+		return map[string]string{
+			"LTIOP_NAMESPACE": namespace, "LTIOP_PUBLIC_URL": publicURL, "LTIOP_LISTEN": listen,
+			"LTIOP_METRICS_LISTEN": "0", "LTIOP_DEV_MODE": "true",
+		}[name]
+	})
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintln(os.Stderr, "demo: starting a local control plane (kube-apiserver + etcd)...")
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	restCfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting the control plane (run it through `make demo`, which builds the binaries): %w", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "demo: stopping the control plane:", err)
+		}
+	}()
+
+	tmp, err := os.MkdirTemp("", "ltiop-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	kubeconfig := filepath.Join(tmp, "kubeconfig")
+	if err := writeKubeconfig(env.KubeConfig, kubeconfig); err != nil {
+		return err
+	}
+
+	k8s, err := client.New(restCfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return err
+	}
+	if err := seed(ctx, k8s, root, cfg, apiKey); err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a, err := app.New(runCtx, cfg, restCfg)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Start(runCtx) }()
+	if err := waitReady(ctx, "http://"+reachable(listen)+"/readyz", done); err != nil {
+		return err
+	}
+
+	envFile := filepath.Join(root, "tmp", "demo.env")
+	if err := writeEnvFile(envFile, kubeconfig, cfg.PublicURL, apiKey); err != nil {
+		return err
+	}
+	defer os.Remove(envFile)
+	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile)
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "\ndemo: interrupted, cleaning up...")
+		cancel()
+		if err := <-done; err != nil {
+			return err
+		}
+	case err := <-done:
+		return fmt.Errorf("ltiop stopped: %w", err)
+	}
+	return nil
+}
+
+// seed creates the namespace, the API key Secret and the sample registrations.
+func seed(ctx context.Context, k8s client.Client, root string, cfg *config.Config, apiKey string) error {
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}); err != nil {
+		return err
+	}
+	if err := k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.APIKeySecret},
+		StringData: map[string]string{cfg.APIKeySecretKey: apiKey},
+	}); err != nil {
+		return err
+	}
+	samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, file := range samples {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			obj.SetNamespace(cfg.Namespace)
+			if err := k8s.Create(ctx, obj); err != nil {
+				return fmt.Errorf("applying %s: %w", file, err)
+			}
+		}
+	}
+	return nil
+}
+
+// writeKubeconfig writes the admin kubeconfig with the demo namespace as its default.
+func writeKubeconfig(data []byte, path string) error {
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return err
+	}
+	for _, c := range kc.Contexts {
+		c.Namespace = namespace
+	}
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+func writeEnvFile(path, kubeconfig, url, apiKey string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	lines := []string{
+		"export KUBECONFIG=" + kubeconfig,
+		"export LTIOP_URL=" + url,
+		"export LTIOP_API_KEY=" + apiKey,
+	}
+	if dir := os.Getenv("LTIOP_DEMO_KUBECTL_DIR"); dir != "" {
+		lines = append(lines, "export PATH="+dir+":$PATH")
+	}
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+}
+
+func printBanner(url, apiKey, kubeconfig, envFile string) {
+	fmt.Printf(`
+ltiop is running (dev mode: http and loopback URLs are accepted).
+
+  OIDC login URL     %[1]s/lti/login
+  Launch URL         %[1]s/lti/launch
+  JWKS URL           %[1]s/lti/keys
+  Platforms API      %[1]s/api/platforms
+  OpenAPI document   %[1]s/api/openapi.json
+  API key            %[2]s
+
+In another terminal:
+
+  source %[4]s        # sets KUBECONFIG, LTIOP_URL and LTIOP_API_KEY
+  kubectl get platreg
+  curl -s -H "Authorization: Bearer $LTIOP_API_KEY" $LTIOP_URL/api/platforms
+
+or by hand:
+
+  export KUBECONFIG=%[3]s
+  curl -s -H "Authorization: Bearer %[2]s" %[1]s/api/platforms
+
+Press Ctrl-C to stop; everything is removed.
+`, url, apiKey, kubeconfig, envFile)
+}
+
+func waitReady(ctx context.Context, url string, done <-chan error) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.After(2 * time.Minute)
+	for {
+		if res, err := client.Get(url); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("ltiop stopped before it was ready: %w", err)
+		case <-deadline:
+			return errors.New("ltiop was not ready after 2 minutes")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// reachable turns a listen address into one a client can dial (":3000" -> "127.0.0.1:3000").
+func reachable(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func randomKey() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,486 @@
+package config_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ltiop/ltiop/internal/config"
+)
+
+// env is a map-backed getenv.
+type env map[string]string
+
+func (e env) get(name string) string { return e[name] }
+
+// base is the smallest environment that validates.
+func base() env {
+	return env{"LTIOP_NAMESPACE": "ltiop", "LTIOP_PUBLIC_URL": "https://lti.example.com"}
+}
+
+func (e env) with(kv ...string) env {
+	out := env{}
+	for k, v := range e {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// isolate keeps the real environment out of Default(): POD_NAMESPACE is read from it.
+func isolate(t *testing.T) {
+	t.Helper()
+	t.Setenv("POD_NAMESPACE", "")
+}
+
+func writeYAML(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ltiop.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mustLoad(t *testing.T, args []string, e env) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(args, e.get)
+	if err != nil {
+		t.Fatalf("Load(%q) = %v", args, err)
+	}
+	return cfg
+}
+
+func TestLoadDefaults(t *testing.T) {
+	isolate(t)
+	cfg := mustLoad(t, nil, base())
+	want := config.Config{
+		Namespace:       "ltiop",
+		PublicURL:       "https://lti.example.com",
+		Listen:          ":3000",
+		MetricsListen:   ":8080",
+		APIKeySecret:    "ltiop-api-key",
+		APIKeySecretKey: "apiKey",
+		MaxBodyBytes:    1 << 20,
+		KeyWait:         config.Duration{Duration: 10 * time.Second},
+		ShutdownTimeout: config.Duration{Duration: 15 * time.Second},
+	}
+	if *cfg != want {
+		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
+	}
+}
+
+func TestDefaultNamespaceFromPod(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "from-pod")
+	if got := config.Default().Namespace; got != "from-pod" {
+		t.Errorf("Default().Namespace = %q, want POD_NAMESPACE", got)
+	}
+	cfg := mustLoad(t, nil, env{"LTIOP_PUBLIC_URL": "https://lti.example.com"})
+	if cfg.Namespace != "from-pod" {
+		t.Errorf("Load without a namespace setting: Namespace = %q, want from-pod", cfg.Namespace)
+	}
+	cfg = mustLoad(t, []string{"--namespace", "explicit"}, env{"LTIOP_PUBLIC_URL": "https://lti.example.com"})
+	if cfg.Namespace != "explicit" {
+		t.Errorf("--namespace does not override POD_NAMESPACE: %q", cfg.Namespace)
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	isolate(t)
+	fileListen := writeYAML(t, "listen: \":3001\"\n")
+	otherFile := writeYAML(t, "listen: \":3005\"\n")
+	tests := []struct {
+		name string
+		args []string
+		env  env
+		want string
+	}{
+		{name: "default", env: base(), want: ":3000"},
+		{name: "file via --config", args: []string{"--config", fileListen}, env: base(), want: ":3001"},
+		{name: "file via LTIOP_CONFIG", env: base().with("LTIOP_CONFIG", fileListen), want: ":3001"},
+		{name: "--config beats LTIOP_CONFIG", args: []string{"--config=" + otherFile}, env: base().with("LTIOP_CONFIG", fileListen), want: ":3005"},
+		{name: "env beats file", env: base().with("LTIOP_CONFIG", fileListen, "LTIOP_LISTEN", ":3002"), want: ":3002"},
+		{name: "env beats default", env: base().with("LTIOP_LISTEN", ":3002"), want: ":3002"},
+		{name: "flag beats env and file", args: []string{"--listen", ":3003"}, env: base().with("LTIOP_CONFIG", fileListen, "LTIOP_LISTEN", ":3002"), want: ":3003"},
+		{name: "flag beats file", args: []string{"--config", fileListen, "-listen=:3003"}, env: base(), want: ":3003"},
+		{name: "flag equal to the default still beats env", args: []string{"--listen", ":3000"}, env: base().with("LTIOP_LISTEN", ":3002"), want: ":3000"},
+		{name: "empty env is unset", env: base().with("LTIOP_CONFIG", fileListen, "LTIOP_LISTEN", ""), want: ":3001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustLoad(t, tt.args, tt.env)
+			if cfg.Listen != tt.want {
+				t.Errorf("Listen = %q, want %q", cfg.Listen, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadSettingsFromEachSource(t *testing.T) {
+	isolate(t)
+	file := writeYAML(t, `
+namespace: from-file
+publicUrl: https://file.example.com/
+metricsListen: "0"
+apiKeySecret: file-secret
+apiKeySecretKey: fileKey
+launchUrl: https://app.example.com/launch
+deepLinkingUrl: https://app.example.com/deep
+devMode: false
+leaderElection: true
+maxBodyBytes: 2048
+keyWait: 3s
+shutdownTimeout: 20s
+kubeconfig: /file/kubeconfig
+`)
+	tests := []struct {
+		name  string
+		args  []string
+		env   env
+		check func(t *testing.T, c *config.Config)
+	}{
+		{
+			name: "YAML file",
+			args: []string{"--config", file},
+			check: func(t *testing.T, c *config.Config) {
+				want := config.Config{
+					Namespace: "from-file", PublicURL: "https://file.example.com", Listen: ":3000",
+					MetricsListen: "0", APIKeySecret: "file-secret", APIKeySecretKey: "fileKey",
+					LaunchURL: "https://app.example.com/launch", DeepLinkingURL: "https://app.example.com/deep",
+					LeaderElection: true, MaxBodyBytes: 2048,
+					KeyWait:         config.Duration{Duration: 3 * time.Second},
+					ShutdownTimeout: config.Duration{Duration: 20 * time.Second},
+					Kubeconfig:      "/file/kubeconfig",
+				}
+				if *c != want {
+					t.Errorf("\n got %+v\nwant %+v", *c, want)
+				}
+			},
+		},
+		{
+			name: "environment",
+			env: env{
+				"LTIOP_NAMESPACE": "from-env", "LTIOP_PUBLIC_URL": "http://localhost:3000",
+				"LTIOP_LISTEN": "127.0.0.1:4000", "LTIOP_METRICS_LISTEN": ":9090",
+				"LTIOP_API_KEY_SECRET": "env-secret", "LTIOP_API_KEY_SECRET_KEY": "envKey",
+				"LTIOP_LAUNCH_URL": "http://localhost:5000/launch", "LTIOP_DEEP_LINKING_URL": "http://localhost:5000/deep",
+				"LTIOP_DEV_MODE": "true", "LTIOP_LEADER_ELECT": "1", "LTIOP_MAX_BODY_BYTES": "4096",
+				"LTIOP_KEY_WAIT": "4s", "LTIOP_SHUTDOWN_TIMEOUT": "1m", "KUBECONFIG": "/env/kubeconfig",
+			},
+			check: func(t *testing.T, c *config.Config) {
+				want := config.Config{
+					Namespace: "from-env", PublicURL: "http://localhost:3000", Listen: "127.0.0.1:4000",
+					MetricsListen: ":9090", APIKeySecret: "env-secret", APIKeySecretKey: "envKey",
+					LaunchURL: "http://localhost:5000/launch", DeepLinkingURL: "http://localhost:5000/deep",
+					DevMode: true, LeaderElection: true, MaxBodyBytes: 4096,
+					KeyWait:         config.Duration{Duration: 4 * time.Second},
+					ShutdownTimeout: config.Duration{Duration: time.Minute},
+					Kubeconfig:      "/env/kubeconfig",
+				}
+				if *c != want {
+					t.Errorf("\n got %+v\nwant %+v", *c, want)
+				}
+			},
+		},
+		{
+			name: "flags",
+			args: []string{
+				"--namespace", "from-flag", "--public-url", "http://127.0.0.1:3000/",
+				"--listen", ":5000", "--metrics-listen", ":5001",
+				"--api-key-secret", "flag-secret", "--api-key-secret-key", "flagKey",
+				"--launch-url", "https://app.example.com/l", "--deep-linking-url", "https://app.example.com/d",
+				"--dev-mode", "--leader-elect", "--max-body-bytes", "8192",
+				"--key-wait", "5s", "--shutdown-timeout", "30s", "--kubeconfig", "/flag/kubeconfig",
+			},
+			env: env{"LTIOP_NAMESPACE": "from-env", "LTIOP_KEY_WAIT": "4s", "LTIOP_MAX_BODY_BYTES": "4096"},
+			check: func(t *testing.T, c *config.Config) {
+				want := config.Config{
+					Namespace: "from-flag", PublicURL: "http://127.0.0.1:3000", Listen: ":5000",
+					MetricsListen: ":5001", APIKeySecret: "flag-secret", APIKeySecretKey: "flagKey",
+					LaunchURL: "https://app.example.com/l", DeepLinkingURL: "https://app.example.com/d",
+					DevMode: true, LeaderElection: true, MaxBodyBytes: 8192,
+					KeyWait:         config.Duration{Duration: 5 * time.Second},
+					ShutdownTimeout: config.Duration{Duration: 30 * time.Second},
+					Kubeconfig:      "/flag/kubeconfig",
+				}
+				if *c != want {
+					t.Errorf("\n got %+v\nwant %+v", *c, want)
+				}
+			},
+		},
+		{
+			name: "keyWait: file < env < flag",
+			args: []string{"--config", file},
+			env:  env{"LTIOP_KEY_WAIT": "4s"},
+			check: func(t *testing.T, c *config.Config) {
+				if c.KeyWait.Duration != 4*time.Second {
+					t.Errorf("KeyWait = %s, want 4s from the environment", c.KeyWait.Duration)
+				}
+			},
+		},
+		{
+			name: "--dev-mode without value, followed by another flag",
+			args: []string{"--dev-mode", "--public-url", "http://localhost:3000", "--namespace", "dev"},
+			check: func(t *testing.T, c *config.Config) {
+				if !c.DevMode || c.PublicURL != "http://localhost:3000" {
+					t.Errorf("DevMode = %v, PublicURL = %q", c.DevMode, c.PublicURL)
+				}
+			},
+		},
+		{
+			name: "--dev-mode=false beats LTIOP_DEV_MODE",
+			args: []string{"--dev-mode=false"},
+			env:  base().with("LTIOP_DEV_MODE", "true"),
+			check: func(t *testing.T, c *config.Config) {
+				if c.DevMode {
+					t.Error("DevMode = true, want false from the flag")
+				}
+			},
+		},
+		{
+			name: "single-dash flags",
+			args: []string{"-namespace=single", "-public-url=https://single.example.com"},
+			check: func(t *testing.T, c *config.Config) {
+				if c.Namespace != "single" || c.PublicURL != "https://single.example.com" {
+					t.Errorf("got %+v", *c)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := tt.env
+			if e == nil {
+				e = env{}
+			}
+			tt.check(t, mustLoad(t, tt.args, e))
+		})
+	}
+}
+
+func TestLoadKeyWaitFlagBeatsEnvAndFile(t *testing.T) {
+	isolate(t)
+	file := writeYAML(t, "keyWait: 3s\n")
+	cfg := mustLoad(t, []string{"--config", file, "--key-wait", "5s"}, base().with("LTIOP_KEY_WAIT", "4s"))
+	if cfg.KeyWait.Duration != 5*time.Second {
+		t.Errorf("KeyWait = %s, want 5s", cfg.KeyWait.Duration)
+	}
+	cfg = mustLoad(t, []string{"--config", file}, base())
+	if cfg.KeyWait.Duration != 3*time.Second {
+		t.Errorf("KeyWait = %s, want 3s", cfg.KeyWait.Duration)
+	}
+}
+
+func TestLoadTrailingSlashTrimmed(t *testing.T) {
+	isolate(t)
+	for raw, want := range map[string]string{
+		"https://lti.example.com/":       "https://lti.example.com",
+		"https://lti.example.com///":     "https://lti.example.com",
+		"https://lti.example.com/base/":  "https://lti.example.com/base",
+		"https://lti.example.com:8443/x": "https://lti.example.com:8443/x",
+	} {
+		cfg := mustLoad(t, []string{"--public-url", raw}, base())
+		if cfg.PublicURL != want {
+			t.Errorf("PublicURL %q loaded as %q, want %q", raw, cfg.PublicURL, want)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	isolate(t)
+	tests := []struct {
+		name string
+		args []string
+		env  env
+		file string // YAML content, written to a temporary file passed with --config
+		want []string
+	}{
+		{name: "missing publicUrl", env: env{"LTIOP_NAMESPACE": "ltiop"}, want: []string{"publicUrl: required"}},
+		{name: "publicUrl only slashes", env: base().with("LTIOP_PUBLIC_URL", "///"), want: []string{"publicUrl"}},
+		{name: "missing namespace", env: env{"LTIOP_PUBLIC_URL": "https://lti.example.com"}, want: []string{"namespace: required"}},
+		{name: "http publicUrl without dev mode", env: base().with("LTIOP_PUBLIC_URL", "http://lti.example.com"), want: []string{"publicUrl", "must use https"}},
+		{name: "publicUrl with a query", env: base().with("LTIOP_PUBLIC_URL", "https://lti.example.com/?a=b"), want: []string{"publicUrl: must not carry a query or fragment"}},
+		{name: "publicUrl with a fragment", env: base().with("LTIOP_PUBLIC_URL", "https://lti.example.com/#x"), want: []string{"publicUrl: must not carry a query or fragment"}},
+		{name: "relative publicUrl", env: base().with("LTIOP_PUBLIC_URL", "lti.example.com"), want: []string{"publicUrl", "absolute https URL"}},
+		{name: "invalid namespace", args: []string{"--namespace", "Not_Valid"}, env: base(), want: []string{`namespace "Not_Valid"`}},
+		{name: "namespace too long", args: []string{"--namespace", strings.Repeat("a", 64)}, env: base(), want: []string{"namespace"}},
+		{name: "bad listen address", env: base().with("LTIOP_LISTEN", "3000"), want: []string{`listen "3000"`}},
+		{name: "bad metrics address", env: base().with("LTIOP_METRICS_LISTEN", "metrics"), want: []string{`metricsListen "metrics"`}},
+		{name: "maxBodyBytes too small", args: []string{"--max-body-bytes", "1023"}, env: base(), want: []string{"maxBodyBytes: must be at least 1024, got 1023"}},
+		{name: "keyWait over a minute", env: base().with("LTIOP_KEY_WAIT", "61s"), want: []string{"keyWait: must be between 0 and 1m"}},
+		{name: "keyWait negative", args: []string{"--key-wait=-1s"}, env: base(), want: []string{"keyWait"}},
+		{name: "shutdownTimeout zero", env: base().with("LTIOP_SHUTDOWN_TIMEOUT", "0s"), want: []string{"shutdownTimeout: must be positive"}},
+		{name: "relative launchUrl", env: base().with("LTIOP_LAUNCH_URL", "/launch"), want: []string{"launchUrl", "absolute https URL"}},
+		{name: "http deepLinkingUrl without dev mode", env: base().with("LTIOP_DEEP_LINKING_URL", "http://app.example.com/deep"), want: []string{"deepLinkingUrl", "must use https"}},
+		{name: "invalid apiKeySecret", env: base().with("LTIOP_API_KEY_SECRET", "Bad Secret"), want: []string{`apiKeySecret "Bad Secret"`}},
+		{name: "unknown YAML key", file: "listen: \":3000\"\nlisten_address: \":3001\"\n", env: base(), want: []string{"configuration file", "listen_address"}},
+		{name: "YAML duration as a number", file: "keyWait: 3\n", env: base(), want: []string{"configuration file", "duration"}},
+		{name: "YAML bad duration", file: "keyWait: soon\n", env: base(), want: []string{"configuration file", "soon"}},
+		{name: "YAML not a mapping", file: "- a\n- b\n", env: base(), want: []string{"configuration file"}},
+		{name: "missing config file", args: []string{"--config", filepath.Join(t.TempDir(), "absent.yaml")}, env: base(), want: []string{"reading configuration file"}},
+		{name: "unknown positional argument", args: []string{"--listen", ":3000", "serve"}, env: base(), want: []string{"unexpected arguments: serve"}},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, env: base(), want: []string{"no-such-flag"}},
+		{name: "bad flag value", args: []string{"--max-body-bytes", "lots"}, env: base(), want: []string{"max-body-bytes"}},
+		{name: "bad duration in env", env: base().with("LTIOP_KEY_WAIT", "soon"), want: []string{"LTIOP_KEY_WAIT", "soon"}},
+		{name: "bad bool in env", env: base().with("LTIOP_DEV_MODE", "yes please"), want: []string{"LTIOP_DEV_MODE"}},
+		{name: "bad number in env", env: base().with("LTIOP_MAX_BODY_BYTES", "1MiB"), want: []string{"LTIOP_MAX_BODY_BYTES"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.file != "" {
+				args = append([]string{"--config", writeYAML(t, tt.file)}, args...)
+			}
+			cfg, err := config.Load(args, tt.env.get)
+			if err == nil {
+				t.Fatalf("Load accepted the configuration: %+v", *cfg)
+			}
+			if cfg != nil {
+				t.Errorf("Load returned a configuration along with error %v", err)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadAccepts(t *testing.T) {
+	isolate(t)
+	tests := []struct {
+		name string
+		args []string
+		env  env
+	}{
+		{name: "http publicUrl in dev mode", args: []string{"--dev-mode"}, env: base().with("LTIOP_PUBLIC_URL", "http://localhost:3000")},
+		{name: "http publicUrl with LTIOP_DEV_MODE", env: base().with("LTIOP_PUBLIC_URL", "http://localhost:3000", "LTIOP_DEV_MODE", "true")},
+		{name: "metricsListen 0 disables metrics", env: base().with("LTIOP_METRICS_LISTEN", "0")},
+		{name: "maxBodyBytes 1024", args: []string{"--max-body-bytes", "1024"}, env: base()},
+		{name: "keyWait exactly 1m", env: base().with("LTIOP_KEY_WAIT", "1m")},
+		{name: "keyWait 0", env: base().with("LTIOP_KEY_WAIT", "0s")},
+		{name: "listen on a host", env: base().with("LTIOP_LISTEN", "0.0.0.0:3000")},
+		{name: "listen on IPv6", env: base().with("LTIOP_LISTEN", "[::1]:3000")},
+		{name: "https launchUrl with query", env: base().with("LTIOP_LAUNCH_URL", "https://app.example.com/launch?x=1")},
+		{name: "publicUrl with a path", env: base().with("LTIOP_PUBLIC_URL", "https://example.com/lti")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mustLoad(t, tt.args, tt.env)
+		})
+	}
+}
+
+func TestLoadReportsAllProblemsTogether(t *testing.T) {
+	isolate(t)
+	e := env{
+		"LTIOP_NAMESPACE":      "Bad_NS",
+		"LTIOP_PUBLIC_URL":     "http://lti.example.com",
+		"LTIOP_LISTEN":         "nope",
+		"LTIOP_MAX_BODY_BYTES": "10",
+		"LTIOP_KEY_WAIT":       "2m",
+		"LTIOP_LAUNCH_URL":     "launch",
+	}
+	_, err := config.Load(nil, e.get)
+	if err == nil {
+		t.Fatal("Load accepted a configuration with six problems")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "invalid configuration: ") {
+		t.Errorf("error %q lacks the invalid configuration prefix", msg)
+	}
+	for _, want := range []string{`namespace "Bad_NS"`, "publicUrl", `listen "nope"`, "maxBodyBytes", "keyWait", "launchUrl"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not report %q:\n%s", want, msg)
+		}
+	}
+	if lines := strings.Count(msg, "\n") + 1; lines != 6 {
+		t.Errorf("error has %d lines, want one per problem (6):\n%s", lines, msg)
+	}
+}
+
+func TestValidateDirect(t *testing.T) {
+	isolate(t)
+	c := config.Default()
+	c.Namespace = "ltiop"
+	c.PublicURL = "https://lti.example.com//"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() = %v", err)
+	}
+	if c.PublicURL != "https://lti.example.com" {
+		t.Errorf("Validate did not trim PublicURL: %q", c.PublicURL)
+	}
+	c.APIKeySecretKey = ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "apiKeySecretKey: required") {
+		t.Errorf("Validate() with no apiKeySecretKey = %v", err)
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	tests := []struct {
+		raw       string
+		allowHTTP bool
+		wantErr   string // "" means accepted
+	}{
+		{raw: "https://lti.example.com", wantErr: ""},
+		{raw: "https://lti.example.com/launch?x=1", wantErr: ""},
+		{raw: "https://lti.example.com", allowHTTP: true, wantErr: ""},
+		{raw: "HTTPS://lti.example.com", wantErr: ""},
+		{raw: "http://localhost:3000", allowHTTP: true, wantErr: ""},
+		{raw: "http://localhost:3000", wantErr: "must use https"},
+		{raw: "ftp://files.example.com", wantErr: "absolute https URL"},
+		{raw: "ftp://files.example.com", allowHTTP: true, wantErr: "absolute https URL"},
+		{raw: "/launch", wantErr: "absolute https URL"},
+		{raw: "lti.example.com/launch", wantErr: "absolute https URL"},
+		{raw: "//lti.example.com/launch", wantErr: "absolute https URL"},
+		{raw: "", wantErr: "absolute https URL"},
+		{raw: "https://user:pass@lti.example.com", wantErr: "no user information"},
+		{raw: "https://user@lti.example.com", wantErr: "no user information"},
+		{raw: "http://user@localhost", allowHTTP: true, wantErr: "no user information"},
+		{raw: "https://", wantErr: "must have a host"},
+		{raw: "https:///path", wantErr: "must have a host"},
+		{raw: "https:opaque", wantErr: "must have a host"},
+		{raw: "https://lti.example.com/%zz", wantErr: "not a URL"},
+		{raw: "javascript:alert(1)", wantErr: "absolute https URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			err := config.CheckURL(tt.raw, tt.allowHTTP)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("CheckURL(%q, %v) = %v, want accepted", tt.raw, tt.allowHTTP, err)
+			case tt.wantErr != "" && err == nil:
+				t.Errorf("CheckURL(%q, %v) accepted, want error mentioning %q", tt.raw, tt.allowHTTP, tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("CheckURL(%q, %v) = %q, want it to mention %q", tt.raw, tt.allowHTTP, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	d := config.Duration{Duration: 90 * time.Second}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `"1m30s"` {
+		t.Errorf("Marshal = %s, want \"1m30s\"", b)
+	}
+	var back config.Duration
+	if err := json.Unmarshal(b, &back); err != nil || back != d {
+		t.Errorf("Unmarshal(%s) = %v, %v; want %v", b, back, err, d)
+	}
+	for _, bad := range []string{`90`, `"90"`, `"soon"`, `true`} {
+		var v config.Duration
+		if err := json.Unmarshal([]byte(bad), &v); err == nil {
+			t.Errorf("Unmarshal(%s) accepted as %v", bad, v)
+		}
+	}
+}
