@@ -42,6 +42,11 @@ type Platform struct {
 	Ready bool
 	// Key is the tool key the LMS trusts; nil until the controller has created it.
 	Key *ToolKey
+
+	// The platform's own key for JWK_KEY and RSA_KEY, parsed once per change.
+	staticKey    *rsa.PublicKey
+	staticKID    string // the JWK's kid, if it has one: the token's kid must then match
+	staticKeyErr error
 }
 
 // ToolKey is a registration's parsed private key, ready to sign.
@@ -224,6 +229,7 @@ func (r *Registry) putRegistration(obj any) {
 		Created:         reg.CreationTimestamp.Time,
 		Spec:            *reg.Spec.DeepCopy(),
 	}
+	p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
 		p.Ready = c.Status == "True" && c.ObservedGeneration == reg.Generation
 	}
@@ -352,6 +358,26 @@ func (r *Registry) notify() {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.jwksDirty.Store(true)
+}
+
+// parseStaticKey parses the platform key of JWK_KEY and RSA_KEY registrations.
+func parseStaticKey(ac ltiv1.AuthConfig) (*rsa.PublicKey, string, error) {
+	switch ac.Method {
+	case ltiv1.AuthMethodRSAKey:
+		k, err := keys.ParsePublicKeyPEM(ac.Key)
+		return k, "", err
+	case ltiv1.AuthMethodJWKKey:
+		k, err := keys.ParsePublicJWK(ac.Key)
+		if err != nil {
+			return nil, "", err
+		}
+		var probe struct {
+			KID string `json:"kid"`
+		}
+		_ = json.Unmarshal([]byte(ac.Key), &probe)
+		return k, probe.KID, nil
+	}
+	return nil, "", nil
 }
 
 func controllerUID(secret *corev1.Secret) types.UID {

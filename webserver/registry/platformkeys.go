@@ -1,0 +1,206 @@
+package registry
+
+import (
+	"context"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/internal/version"
+)
+
+// ErrUnknownKey means the platform has no usable key with the requested kid, even after
+// refetching its key set. Any other error from PlatformKeys.Key means the key set could
+// not be obtained: an outage on the platform's side, not a bad token (T-JWKS-03).
+var ErrUnknownKey = errors.New("the platform has no key with this kid")
+
+// Key-set cache bounds: max-age is honoured within them (T-JWKS-01).
+const (
+	defaultKeySetTTL = 5 * time.Minute
+	minKeySetTTL     = 30 * time.Second
+	maxKeySetTTL     = 24 * time.Hour
+	// An unknown kid triggers at most one refetch per key set in this interval (T-JWKS-02).
+	refetchInterval = 10 * time.Second
+	maxKeySetBytes  = 1 << 20
+	fetchTimeout    = 5 * time.Second
+	maxKeySets      = 10000
+)
+
+// PlatformKeys resolves the RSA public keys platforms sign id_tokens with: fetched and
+// cached key sets for JWK_SET, keys parsed once per registration change for JWK_KEY and
+// RSA_KEY.
+type PlatformKeys struct {
+	client *http.Client
+	now    func() time.Time
+
+	mu   sync.Mutex
+	sets map[string]*keySet // by key set URL
+}
+
+// NewPlatformKeys returns a resolver using client for fetches (nil: a client with timeouts).
+func NewPlatformKeys(client *http.Client) *PlatformKeys {
+	if client == nil {
+		client = &http.Client{Timeout: fetchTimeout}
+	}
+	return &PlatformKeys{client: client, now: time.Now, sets: map[string]*keySet{}}
+}
+
+type keySet struct {
+	mu        sync.Mutex // one fetch at a time per key set (single flight)
+	keys      map[string]*rsa.PublicKey
+	expires   time.Time
+	lastFetch time.Time
+}
+
+// Key returns the key of platform p with the given kid.
+func (pk *PlatformKeys) Key(ctx context.Context, p *Platform, kid string) (*rsa.PublicKey, error) {
+	switch p.Spec.AuthConfig.Method {
+	case ltiv1.AuthMethodRSAKey, ltiv1.AuthMethodJWKKey:
+		if p.staticKey == nil {
+			return nil, fmt.Errorf("registration %s: %w", p.ID, p.staticKeyErr)
+		}
+		if p.staticKID != "" && p.staticKID != kid {
+			return nil, ErrUnknownKey
+		}
+		return p.staticKey, nil
+	case ltiv1.AuthMethodJWKSet:
+		return pk.fromSet(ctx, p.Spec.AuthConfig.Key, kid)
+	default:
+		return nil, fmt.Errorf("registration %s: unsupported key method %q", p.ID, p.Spec.AuthConfig.Method)
+	}
+}
+
+func (pk *PlatformKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKey, error) {
+	pk.mu.Lock()
+	set := pk.sets[url]
+	if set == nil {
+		if len(pk.sets) >= maxKeySets {
+			pk.sets = map[string]*keySet{} // bounded: start over rather than grow without limit
+		}
+		set = &keySet{}
+		pk.sets[url] = set
+	}
+	pk.mu.Unlock()
+
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	now := pk.now()
+	key, found := set.keys[kid]
+	fresh := now.Before(set.expires)
+	switch {
+	case found && fresh:
+		return key, nil
+	case fresh && now.Sub(set.lastFetch) < refetchInterval:
+		return nil, ErrUnknownKey // refetched a moment ago: the kid really is unknown
+	}
+	if err := pk.fetch(ctx, url, set, now); err != nil {
+		if found {
+			return key, nil // the platform is down but this key was good: keep launches working
+		}
+		return nil, err
+	}
+	if key, found = set.keys[kid]; found {
+		return key, nil
+	}
+	return nil, ErrUnknownKey
+}
+
+// fetch loads the key set; the caller holds set.mu.
+func (pk *PlatformKeys) fetch(ctx context.Context, url string, set *keySet, now time.Time) error {
+	set.lastFetch = now
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("key set %s: %w", url, err)
+	}
+	req.Header.Set("Accept", "application/json, application/jwk-set+json")
+	req.Header.Set("User-Agent", version.UserAgent())
+	res, err := pk.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching key set %s: %w", url, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetching key set %s: HTTP %d", url, res.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxKeySetBytes+1))
+	if err != nil {
+		return fmt.Errorf("reading key set %s: %w", url, err)
+	}
+	if len(body) > maxKeySetBytes {
+		return fmt.Errorf("key set %s is larger than %d bytes", url, maxKeySetBytes)
+	}
+	parsed, err := ParseKeySet(body)
+	if err != nil {
+		return fmt.Errorf("key set %s: %w", url, err)
+	}
+	set.keys = parsed
+	set.expires = now.Add(cacheTTL(res.Header.Get("Cache-Control")))
+	return nil
+}
+
+// ParseKeySet returns the usable signing keys of a JWKS by kid (T-TOK-09): RSA keys of at
+// least 2048 bits, with alg RS256 or none (D2L omits it, T-QUIRK-07), use sig or none.
+// Other keys are skipped, not errors: a set may hold encryption or EC keys too.
+func ParseKeySet(data []byte) (map[string]*rsa.PublicKey, error) {
+	// Keys are parsed one by one: one key jwx refuses (a 1024-bit leftover, an unknown
+	// type) must not take the platform's other keys down with it.
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("not a JSON Web Key Set: %w", err)
+	}
+	out := make(map[string]*rsa.PublicKey, len(set.Keys))
+	for _, raw := range set.Keys {
+		k, err := jwk.ParseKey(raw)
+		if err != nil {
+			continue
+		}
+		kid, ok := k.KeyID()
+		if !ok || kid == "" || k.KeyType().String() != "RSA" {
+			continue
+		}
+		if alg, ok := k.Algorithm(); ok && alg.String() != "RS256" {
+			continue
+		}
+		if use, ok := k.KeyUsage(); ok && use != "sig" {
+			continue
+		}
+		var pub rsa.PublicKey
+		if err := jwk.Export(k, &pub); err != nil || pub.N.BitLen() < keys.Bits {
+			continue
+		}
+		out[kid] = &pub
+	}
+	return out, nil
+}
+
+// cacheTTL reads max-age from Cache-Control, bounded.
+func cacheTTL(cacheControl string) time.Duration {
+	ttl := defaultKeySetTTL
+	for _, d := range strings.Split(cacheControl, ",") {
+		name, value, _ := strings.Cut(strings.TrimSpace(d), "=")
+		switch strings.ToLower(name) {
+		case "no-store", "no-cache":
+			return minKeySetTTL
+		case "max-age":
+			if n, err := strconv.Atoi(strings.Trim(value, `"`)); err == nil {
+				ttl = time.Duration(n) * time.Second
+			}
+		}
+	}
+	return min(max(ttl, minKeySetTTL), maxKeySetTTL)
+}
