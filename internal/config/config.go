@@ -52,6 +52,9 @@ type Duration struct{ time.Duration }
 
 // UnmarshalJSON reads a Go duration string.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // an empty YAML value keeps the default
+	}
 	s, err := strconv.Unquote(string(b))
 	if err != nil {
 		return fmt.Errorf("duration must be a string such as \"10s\": %s", b)

@@ -24,8 +24,10 @@ func DecodeJSON(r *http.Request, v any) *Error {
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		if err != nil {
+	// Anything after the value, even valid JSON, is an error of the body as a whole.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
 			return decodeError(err)
 		}
 		return Errorf(http.StatusBadRequest, CodeInvalidBody, "The request body must hold a single JSON value.")
