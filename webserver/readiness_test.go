@@ -36,7 +36,7 @@ var _ = Describe("Readiness", func() {
 		srv := webserver.New(webserver.Options{
 			Listen: "127.0.0.1:0", Namespace: namespace, MaxBodyBytes: 1 << 20,
 			KeyWait: time.Second, ShutdownTimeout: 5 * time.Second,
-		}, reg, httpapi.NewAPIKey("ltiop-api-key", "apiKey"), k8s)
+		}, webserver.Deps{Registry: reg, APIKey: httpapi.NewAPIKey("ltiop-api-key", "apiKey"), Writer: k8s})
 		serverDone := make(chan error, 1)
 		go func() { serverDone <- srv.Start(ctx) }()
 		addr, err := srv.Addr(ctx)

@@ -43,6 +43,7 @@ type Server struct {
 	apiKey   *httpapi.APIKey
 	handler  http.Handler
 	routes   []Route
+	ready    func() string
 
 	shuttingDown atomic.Bool
 	addrOnce     sync.Once
@@ -56,19 +57,38 @@ type Route struct {
 	Handler      http.Handler
 }
 
-// New builds the server. writer is the client used for registration writes.
-func New(opts Options, reg *registry.Registry, apiKey *httpapi.APIKey, writer client.Client) *Server {
-	s := &Server{opts: opts, registry: reg, apiKey: apiKey, listening: make(chan struct{})}
+// Deps are what the handlers read and write.
+type Deps struct {
+	Registry *registry.Registry
+	APIKey   *httpapi.APIKey
+	// Writer is the client used for registration writes (straight to the API server).
+	Writer client.Client
+	// Tool serves the tool-mode launch endpoints and the launch-based API.
+	Tool *toolmode.Tool
+	// Ready reports other readiness conditions than the registry's (e.g. sealing keys
+	// loaded): a non-empty answer names what is still missing.
+	Ready func() string
+}
+
+// New builds the server.
+func New(opts Options, d Deps) *Server {
+	s := &Server{opts: opts, registry: d.Registry, apiKey: d.APIKey, ready: d.Ready, listening: make(chan struct{})}
 	platforms := &admin.Platforms{
-		Registry: reg, Client: writer, Namespace: opts.Namespace, DevMode: opts.DevMode, KeyWait: opts.KeyWait,
+		Registry: d.Registry, Client: d.Writer, Namespace: opts.Namespace, DevMode: opts.DevMode, KeyWait: opts.KeyWait,
 	}
-	bearer := func(f http.HandlerFunc) http.Handler { return apiKey.RequireBearer(f) }
+	bearer := func(f http.HandlerFunc) http.Handler { return d.APIKey.RequireBearer(f) }
+	tool := d.Tool
 
 	s.routes = []Route{
 		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
 		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
-		{"GET", "/lti/keys", toolmode.Keys(reg)},
+		{"GET", "/lti/keys", toolmode.Keys(d.Registry)},
+		{"GET", toolmode.LoginPath, http.HandlerFunc(tool.Login)},
+		{"POST", toolmode.LoginPath, http.HandlerFunc(tool.Login)},
+		{"POST", toolmode.LaunchPath, http.HandlerFunc(tool.Launch)},
+		{"POST", toolmode.LaunchCompletePath, http.HandlerFunc(tool.LaunchComplete)},
+		{"GET", "/api/idtoken", tool.RequireLtik(http.HandlerFunc(tool.IDToken))},
 	}
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		s.routes = append(s.routes,
@@ -159,6 +179,8 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The server is shutting down."))
 	case !s.registry.HasSynced():
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Registrations are still loading."))
+	case s.ready != nil && s.ready() != "":
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, s.ready()))
 	default:
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}

@@ -67,6 +67,7 @@ var _ = BeforeSuite(func() {
 	cfg.Listen, cfg.MetricsListen = "127.0.0.1:0", "0"
 	cfg.MaxBodyBytes = 64 << 10
 	cfg.KeyWait.Duration = 15 * time.Second
+	cfg.LaunchURL, cfg.DeepLinkingURL = launchURL, deepLinkingURL
 	Expect(cfg.Validate()).To(Succeed())
 
 	var runCtx context.Context

@@ -59,6 +59,10 @@ func run() error {
 		apiKey = randomKey()
 	}
 	publicURL := envOr("LTIOP_PUBLIC_URL", "http://"+reachable(listen))
+	lms, err := startDemoLMS(envOr("LTIOP_DEMO_LMS_LISTEN", "127.0.0.1:3001"), publicURL, apiKey)
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Load(nil, func(name string) string {
 		if v := os.Getenv(name); v != "" {
 			return v
@@ -66,6 +70,7 @@ func run() error {
 		return map[string]string{
 			"LTIOP_NAMESPACE": namespace, "LTIOP_PUBLIC_URL": publicURL, "LTIOP_LISTEN": listen,
 			"LTIOP_METRICS_LISTEN": "0", "LTIOP_DEV_MODE": "true",
+			"LTIOP_LAUNCH_URL": lms.launchURL(), "LTIOP_DEEP_LINKING_URL": lms.launchURL(),
 		}[name]
 	})
 	if err != nil {
@@ -104,6 +109,9 @@ func run() error {
 	if err := seed(ctx, k8s, root, cfg, apiKey); err != nil {
 		return err
 	}
+	if err := lms.register(ctx, k8s, cfg); err != nil {
+		return err
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -117,12 +125,18 @@ func run() error {
 		return err
 	}
 
+	token, err := lms.launchOnce(ctx)
+	if err != nil {
+		return fmt.Errorf("the demo launch failed: %w", err)
+	}
+	fmt.Printf("\nA launch from the LMS simulator went through ltiop; GET /api/idtoken answered:\n\n%s\n", token)
+
 	envFile := filepath.Join(root, "tmp", "demo.env")
 	if err := writeEnvFile(envFile, kubeconfig, cfg.PublicURL, apiKey); err != nil {
 		return err
 	}
 	defer os.Remove(envFile)
-	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile)
+	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile, lms.base+"/start")
 
 	select {
 	case <-ctx.Done():
@@ -204,9 +218,12 @@ func writeEnvFile(path, kubeconfig, url, apiKey string) error {
 	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
-func printBanner(url, apiKey, kubeconfig, envFile string) {
+func printBanner(url, apiKey, kubeconfig, envFile, launchByHand string) {
 	fmt.Printf(`
 ltiop is running (dev mode: http and loopback URLs are accepted).
+
+  Launch by hand     open %[5]s in a browser (the LMS simulator launches you into a page
+                     that shows the ID token)
 
   OIDC login URL     %[1]s/lti/login
   Launch URL         %[1]s/lti/launch
@@ -227,7 +244,7 @@ or by hand:
   curl -s -H "Authorization: Bearer %[2]s" %[1]s/api/platforms
 
 Press Ctrl-C to stop; everything is removed.
-`, url, apiKey, kubeconfig, envFile)
+`, url, apiKey, kubeconfig, envFile, launchByHand)
 }
 
 func waitReady(ctx context.Context, url string, done <-chan error) error {

@@ -23,6 +23,8 @@ import (
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
+	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
 // Scheme knows the built-in kinds and ltiop's.
@@ -61,6 +63,15 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 	if err := controllers.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
+	if err := (&controllers.ServiceSecretReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("ltiop"),
+		Name:      cfg.ServiceSecret,
+		Namespace: cfg.Namespace,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the service Secret controller: %w", err)
+	}
 	if err := (&controllers.PlatformRegistrationReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -73,6 +84,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 	}
 	return nil
 }
+
+// replayCacheSize bounds the single-use ids (states, nonces) a replica remembers.
+const replayCacheSize = 100_000
 
 // App is a configured, not yet started ltiop.
 type App struct {
@@ -119,6 +133,22 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config) (*App, e
 		return nil, err
 	}
 
+	// Sealing keys come from the service Secret, which the operator creates and rotates.
+	keyring, err := sessions.NewKeyring(nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := keyring.Attach(ctx, mgr.GetCache(), cfg.Namespace, cfg.ServiceSecret); err != nil {
+		return nil, err
+	}
+	tool, err := toolmode.New(toolmode.Options{
+		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
+		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
+	}, reg, registry.NewPlatformKeys(nil), keyring, sessions.NewReplayCache(replayCacheSize), apiKey)
+	if err != nil {
+		return nil, err
+	}
+
 	srv := webserver.New(webserver.Options{
 		Listen:          cfg.Listen,
 		Namespace:       cfg.Namespace,
@@ -126,7 +156,15 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config) (*App, e
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		KeyWait:         cfg.KeyWait.Duration,
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
-	}, reg, apiKey, mgr.GetClient())
+	}, webserver.Deps{
+		Registry: reg, APIKey: apiKey, Writer: mgr.GetClient(), Tool: tool,
+		Ready: func() string {
+			if !keyring.Ready() {
+				return "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."
+			}
+			return ""
+		},
+	})
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}

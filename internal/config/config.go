@@ -41,6 +41,10 @@ type Config struct {
 	MaxBodyBytes int64 `json:"maxBodyBytes"`
 	// KeyWait bounds how long POST /api/platforms waits for the new registration's key.
 	KeyWait Duration `json:"keyWait"`
+	// ClockSkew is the leeway on the exp and iat of incoming tokens.
+	ClockSkew Duration `json:"clockSkew"`
+	// ServiceSecret names the Secret the operator keeps the sealing keyring in.
+	ServiceSecret string `json:"serviceSecret"`
 	// ShutdownTimeout bounds the graceful shutdown of the web server.
 	ShutdownTimeout Duration `json:"shutdownTimeout"`
 	// Kubeconfig is the kubeconfig file to use outside a cluster (else KUBECONFIG or in-cluster).
@@ -80,6 +84,8 @@ func Default() Config {
 		APIKeySecretKey: "apiKey",
 		MaxBodyBytes:    1 << 20,
 		KeyWait:         Duration{10 * time.Second},
+		ClockSkew:       Duration{time.Minute},
+		ServiceSecret:   "ltiop-service",
 		ShutdownTimeout: Duration{15 * time.Second},
 	}
 }
@@ -103,6 +109,8 @@ var settings = []setting{
 	{"leader-elect", "LTIOP_LEADER_ELECT", "elect one replica to run the controllers", func(c *Config) flag.Value { return (*boolValue)(&c.LeaderElection) }},
 	{"max-body-bytes", "LTIOP_MAX_BODY_BYTES", "largest request body accepted", func(c *Config) flag.Value { return (*int64Value)(&c.MaxBodyBytes) }},
 	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
+	{"clock-skew", "LTIOP_CLOCK_SKEW", "leeway on exp and iat of incoming tokens", func(c *Config) flag.Value { return (*durationValue)(&c.ClockSkew.Duration) }},
+	{"service-secret", "LTIOP_SERVICE_SECRET", "name of the Secret holding the sealing keyring (created when missing)", func(c *Config) flag.Value { return (*stringValue)(&c.ServiceSecret) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
 	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
 }
@@ -199,6 +207,12 @@ func (c *Config) Validate() error {
 	}
 	if c.KeyWait.Duration < 0 || c.KeyWait.Duration > time.Minute {
 		add("keyWait: must be between 0 and 1m, got %s", c.KeyWait.Duration)
+	}
+	if c.ClockSkew.Duration < 0 || c.ClockSkew.Duration > 5*time.Minute {
+		add("clockSkew: must be between 0 and 5m, got %s", c.ClockSkew.Duration)
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.ServiceSecret); len(msgs) > 0 {
+		add("serviceSecret %q: %s", c.ServiceSecret, strings.Join(msgs, "; "))
 	}
 	if c.ShutdownTimeout.Duration <= 0 {
 		add("shutdownTimeout: must be positive")

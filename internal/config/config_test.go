@@ -68,6 +68,8 @@ func TestLoadDefaults(t *testing.T) {
 		APIKeySecretKey: "apiKey",
 		MaxBodyBytes:    1 << 20,
 		KeyWait:         config.Duration{Duration: 10 * time.Second},
+		ClockSkew:       config.Duration{Duration: time.Minute},
+		ServiceSecret:   "ltiop-service",
 		ShutdownTimeout: config.Duration{Duration: 15 * time.Second},
 	}
 	if *cfg != want {
@@ -154,6 +156,8 @@ kubeconfig: /file/kubeconfig
 					LaunchURL: "https://app.example.com/launch", DeepLinkingURL: "https://app.example.com/deep",
 					LeaderElection: true, MaxBodyBytes: 2048,
 					KeyWait:         config.Duration{Duration: 3 * time.Second},
+					ClockSkew:       config.Duration{Duration: time.Minute},
+					ServiceSecret:   "ltiop-service",
 					ShutdownTimeout: config.Duration{Duration: 20 * time.Second},
 					Kubeconfig:      "/file/kubeconfig",
 				}
@@ -179,6 +183,8 @@ kubeconfig: /file/kubeconfig
 					LaunchURL: "http://localhost:5000/launch", DeepLinkingURL: "http://localhost:5000/deep",
 					DevMode: true, LeaderElection: true, MaxBodyBytes: 4096,
 					KeyWait:         config.Duration{Duration: 4 * time.Second},
+					ClockSkew:       config.Duration{Duration: time.Minute},
+					ServiceSecret:   "ltiop-service",
 					ShutdownTimeout: config.Duration{Duration: time.Minute},
 					Kubeconfig:      "/env/kubeconfig",
 				}
@@ -205,6 +211,8 @@ kubeconfig: /file/kubeconfig
 					LaunchURL: "https://app.example.com/l", DeepLinkingURL: "https://app.example.com/d",
 					DevMode: true, LeaderElection: true, MaxBodyBytes: 8192,
 					KeyWait:         config.Duration{Duration: 5 * time.Second},
+					ClockSkew:       config.Duration{Duration: time.Minute},
+					ServiceSecret:   "ltiop-service",
 					ShutdownTimeout: config.Duration{Duration: 30 * time.Second},
 					Kubeconfig:      "/flag/kubeconfig",
 				}

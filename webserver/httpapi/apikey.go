@@ -64,9 +64,9 @@ func (k *APIKey) Set(key string) {
 	k.digest.Store(&d)
 }
 
-// check compares in constant time. Hashing first makes the comparison independent of
+// Check compares a presented key in constant time. Hashing first makes the comparison independent of
 // where the strings differ and of their lengths.
-func (k *APIKey) check(presented string) *Error {
+func (k *APIKey) Check(presented string) *Error {
 	want := k.digest.Load()
 	if want == nil {
 		return Errorf(http.StatusServiceUnavailable, CodeAPIKeyNotConfigured, fmt.Sprintf(
@@ -84,7 +84,7 @@ func (k *APIKey) RequireBearer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		credential, err := credential(r, "Bearer")
 		if err == nil {
-			err = k.check(credential)
+			err = k.Check(credential)
 		}
 		if err != nil {
 			WriteError(w, err)

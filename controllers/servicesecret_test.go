@@ -1,0 +1,384 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
+var serviceSecretCounter atomic.Int32
+
+// serviceSecretName keeps specs apart from each other and from the suite's manager, which
+// may run this controller for the default name.
+func serviceSecretName() string {
+	return fmt.Sprintf("svc-%d-%d", GinkgoParallelProcess(), serviceSecretCounter.Add(1))
+}
+
+// staleClient serves Get from a fixed copy (or NotFound), as a cache that is behind would;
+// everything else goes to the API server.
+type staleClient struct {
+	client.Client
+	secret *corev1.Secret // nil: NotFound
+}
+
+func (c staleClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if c.secret == nil {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+	}
+	c.secret.DeepCopyInto(obj.(*corev1.Secret))
+	return nil
+}
+
+var _ = Describe("Service Secret controller", func() {
+	ctx := context.Background()
+	var (
+		r        *controllers.ServiceSecretReconciler
+		recorder *events.FakeRecorder
+		now      time.Time
+		name     string
+	)
+
+	BeforeEach(func() {
+		name = serviceSecretName()
+		now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		recorder = events.NewFakeRecorder(10)
+		r = &controllers.ServiceSecretReconciler{
+			Client: k8s, APIReader: k8s, Recorder: recorder,
+			Namespace: namespace, Name: name,
+			Now: func() time.Time { return now },
+		}
+	})
+
+	reconcile := func() ctrl.Result {
+		GinkgoHelper()
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}})
+		Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+	current := func() *corev1.Secret {
+		GinkgoHelper()
+		s := &corev1.Secret{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s)).To(Succeed())
+		return s
+	}
+	keysOf := func(s *corev1.Secret) []sessions.Key {
+		GinkgoHelper()
+		keys, err := sessions.DecodeKeyring(s.Data[sessions.SecretKeyKeyring])
+		Expect(err).NotTo(HaveOccurred())
+		return keys
+	}
+	noMoreEvents := func() {
+		GinkgoHelper()
+		Consistently(recorder.Events, 100*time.Millisecond).ShouldNot(Receive())
+	}
+	annotate := func(value string) {
+		GinkgoHelper()
+		s := current()
+		patch := client.MergeFrom(s.DeepCopy())
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[controllers.AnnotationRotateSealingKey] = value
+		Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+	}
+
+	It("creates the labelled Secret with one key that seals at once", func() {
+		Expect(reconcile()).To(Equal(ctrl.Result{}))
+
+		s := current()
+		Expect(string(s.Type)).To(Equal(sessions.SecretType))
+		Expect(s.Labels).To(HaveKeyWithValue(ltiv1.LabelManagedBy, ltiv1.ManagedByValue))
+		Expect(s.Labels).To(HaveKeyWithValue(controllers.LabelComponent, controllers.ComponentServiceKeys))
+		keys := keysOf(s)
+		Expect(keys).To(HaveLen(1))
+		Expect(keys[0].NotBefore).To(BeTemporally("<=", now))
+		Expect(keys[0].Secret).To(HaveLen(sessions.KeySize))
+		Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf("Normal %s Created the sealing keyring with key %s.",
+			controllers.ReasonSealingKeyringCreated, keys[0].ID))))
+
+		// The keyring seals and opens.
+		ring, err := sessions.NewKeyring(keys)
+		Expect(err).NotTo(HaveOccurred())
+		tok, err := ring.Seal(sessions.PurposeLTIK, []byte(`{}`), time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		_, _, err = ring.Open(sessions.PurposeLTIK, tok, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("never replaces a readable keyring", func() {
+		reconcile()
+		before := current()
+		Expect(recorder.Events).To(Receive())
+
+		now = now.Add(30 * 24 * time.Hour) // a single key is never retired, however old
+		Expect(reconcile()).To(Equal(ctrl.Result{}))
+		Expect(reconcile()).To(Equal(ctrl.Result{}))
+		after := current()
+		Expect(after.Data).To(Equal(before.Data))
+		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "nothing was written")
+		noMoreEvents()
+	})
+
+	It("does not create a second keyring when its cache is behind: the other replica won", func() {
+		reconcile()
+		before := current()
+		Expect(recorder.Events).To(Receive())
+
+		stale := *r
+		stale.Client, stale.APIReader = staleClient{Client: k8s}, staleClient{Client: k8s}
+		res, err := stale.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "looks again at the winner's Secret")
+		Expect(current().Data).To(Equal(before.Data))
+		noMoreEvents()
+	})
+
+	It("replaces an unreadable keyring and warns that earlier tokens are lost", func() {
+		reconcile()
+		Expect(recorder.Events).To(Receive())
+		s := current()
+		s.Data[sessions.SecretKeyKeyring] = []byte("not a keyring")
+		s.Data["other"] = []byte("kept")
+		Expect(k8s.Update(ctx, s)).To(Succeed())
+
+		reconcile()
+		s = current()
+		keys := keysOf(s)
+		Expect(keys).To(HaveLen(1))
+		Expect(keys[0].NotBefore).To(BeTemporally("<=", now), "seals at once: nothing else can")
+		Expect(s.Data).To(HaveKeyWithValue("other", []byte("kept")), "other data is left alone")
+		var event string
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Warning " + controllers.ReasonSealingKeyringRegenerated + " "))
+		Expect(event).To(ContainSubstring("can no longer be opened"))
+		Expect(event).To(ContainSubstring(keys[0].ID))
+		Expect(event).NotTo(ContainSubstring("not a keyring"), "the data is not quoted")
+	})
+
+	It("adds a key on request that seals only after the activation delay", func() {
+		reconcile()
+		Expect(recorder.Events).To(Receive())
+		first := keysOf(current())[0]
+
+		annotate("2026-03-01")
+		res := reconcile()
+		s := current()
+		keys := keysOf(s)
+		Expect(keys).To(HaveLen(2))
+		Expect(keys[0].ID).To(Equal(first.ID), "the old key stays")
+		Expect(keys[1].NotBefore).To(Equal(now.Add(controllers.DefaultActivationDelay)))
+		Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedSealingKey, "2026-03-01"))
+		Expect(res.RequeueAfter).To(Equal(controllers.DefaultActivationDelay), "requeued at the activation")
+		var event string
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Normal " + controllers.ReasonSealingKeyRotated + " Added sealing key " + keys[1].ID))
+
+		// Served once: reconciling again adds nothing.
+		reconcile()
+		Expect(keysOf(current())).To(HaveLen(2))
+		noMoreEvents()
+
+		// Until the new key activates, the old one seals; afterwards the new one does.
+		ring, err := sessions.NewKeyring(keys)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ring.IDs()).To(Equal([]string{first.ID, keys[1].ID}))
+
+		// A new value asks for another key.
+		annotate("second")
+		reconcile()
+		Expect(keysOf(current())).To(HaveLen(3))
+		Expect(current().Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedSealingKey, "second"))
+	})
+
+	It("retires a key RetireAfter after its successor activates, keeping the newest", func() {
+		reconcile()
+		Expect(recorder.Events).To(Receive())
+		first := keysOf(current())[0]
+		annotate("rotate")
+		reconcile()
+		Expect(recorder.Events).To(Receive())
+		second := keysOf(current())[1]
+		retireAt := second.NotBefore.Add(controllers.DefaultRetireAfter)
+
+		now = second.NotBefore // the successor activates: requeue at the retirement
+		Expect(reconcile().RequeueAfter).To(Equal(controllers.DefaultRetireAfter))
+
+		now = retireAt.Add(-time.Second)
+		Expect(reconcile().RequeueAfter).To(Equal(time.Second))
+		Expect(keysOf(current())).To(HaveLen(2))
+		noMoreEvents()
+
+		now = retireAt
+		Expect(reconcile()).To(Equal(ctrl.Result{}))
+		keys := keysOf(current())
+		Expect(keys).To(HaveLen(1))
+		Expect(keys[0].ID).To(Equal(second.ID))
+		Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf(
+			"Normal %s Retired sealing key(s) %s: their successor has sealed for %s, so every token they sealed has expired.",
+			controllers.ReasonSealingKeysRetired, first.ID, controllers.DefaultRetireAfter))))
+
+		now = now.Add(365 * 24 * time.Hour)
+		reconcile()
+		Expect(keysOf(current())).To(HaveLen(1), "the newest key is never retired")
+	})
+
+	It("retires on its own schedule with a custom RetireAfter, and requeues at the next instant", func() {
+		r.ActivationDelay, r.RetireAfter = 10*time.Second, time.Hour
+		reconcile()
+		Expect(recorder.Events).To(Receive())
+		annotate("a")
+		Expect(reconcile().RequeueAfter).To(Equal(10 * time.Second))
+		now = now.Add(time.Minute)
+		annotate("b")
+		// Key 2 active since +10s (key 1 retires at +1h10s); key 3 activates at +70s.
+		Expect(reconcile().RequeueAfter).To(Equal(10 * time.Second))
+		Expect(keysOf(current())).To(HaveLen(3))
+
+		now = now.Add(2 * time.Hour)
+		reconcile()
+		Expect(keysOf(current())).To(HaveLen(1), "both older keys have had an active successor for an hour")
+	})
+
+	It("does not lose a concurrent change: the update is optimistically locked", func() {
+		reconcile()
+		Expect(recorder.Events).To(Receive())
+		stale := current()
+
+		// Meanwhile another replica rotated.
+		annotate("other-replica")
+		other := *r
+		other.Recorder = events.NewFakeRecorder(10)
+		_, err := other.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}})
+		Expect(err).NotTo(HaveOccurred())
+		rotated := current()
+		Expect(keysOf(rotated)).To(HaveLen(2))
+
+		// This replica still sees the old Secret, with another rotation request.
+		stale.Annotations = map[string]string{controllers.AnnotationRotateSealingKey: "this-replica"}
+		behind := *r
+		behind.Client = staleClient{Client: k8s, secret: stale}
+		res, err := behind.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "retries")
+		Expect(current().Data).To(Equal(rotated.Data), "the other replica's key is still there")
+		noMoreEvents()
+	})
+
+	It("leaves a foreign Secret of the same name alone and says so", func() {
+		foreign := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{"password": []byte("hunter2")},
+		}
+		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		Expect(reconcile().RequeueAfter).To(BeNumerically(">", 0))
+		Expect(current().Data).To(Equal(foreign.Data))
+		Expect(current().Labels).NotTo(HaveKey(ltiv1.LabelManagedBy))
+		var event string
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Warning " + controllers.ReasonServiceSecretConflict + " "))
+	})
+
+	It("fills a Secret of its type that has no keyring yet, without a warning", func() {
+		Expect(k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Type:       sessions.SecretType,
+			Data:       map[string][]byte{"signing-key.pem": []byte("kept")},
+		})).To(Succeed())
+		reconcile()
+		s := current()
+		Expect(keysOf(s)).To(HaveLen(1))
+		Expect(s.Data).To(HaveKeyWithValue("signing-key.pem", []byte("kept")))
+		Expect(s.Labels).To(HaveKeyWithValue(controllers.LabelComponent, controllers.ComponentServiceKeys))
+		var event string
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Normal " + controllers.ReasonSealingKeyringCreated + " "))
+	})
+
+	It("puts its labels back on its Secret", func() {
+		reconcile()
+		Expect(recorder.Events).To(Receive())
+		s := current()
+		s.Labels = nil
+		Expect(k8s.Update(ctx, s)).To(Succeed())
+		reconcile()
+		Expect(current().Labels).To(HaveKeyWithValue(ltiv1.LabelManagedBy, ltiv1.ManagedByValue))
+		noMoreEvents()
+	})
+
+	It("ignores requests for other objects", func() {
+		Expect(r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: "other"}})).To(Equal(ctrl.Result{}))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &corev1.Secret{}))).To(BeTrue())
+	})
+
+	It("creates the Secret when a manager starts, and again after it is deleted", func() {
+		cfg := config.Default()
+		cfg.Namespace, cfg.MetricsListen = namespace, "0"
+		opts := app.ManagerOptions(&cfg)
+		opts.Controller.SkipNameValidation = ptr.To(true) // the suite's manager may run the same controller
+		opts.LeaderElection = false
+		m, err := ctrl.NewManager(restCfg, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect((&controllers.ServiceSecretReconciler{Namespace: namespace, Name: name}).SetupWithManager(m)).To(Succeed())
+		mctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(m.Start(mctx)).To(Succeed())
+		}()
+		DeferCleanup(func() { stop(); <-done })
+
+		key := types.NamespacedName{Namespace: namespace, Name: name}
+		s := &corev1.Secret{}
+		Eventually(func() error { return k8s.Get(ctx, key, s) }).Should(Succeed())
+		firstUID := s.UID
+		Expect(keysOf(s)).To(HaveLen(1))
+
+		Expect(k8s.Delete(ctx, s)).To(Succeed())
+		Eventually(func() types.UID {
+			fresh := &corev1.Secret{}
+			if err := k8s.Get(ctx, key, fresh); err != nil {
+				return ""
+			}
+			return fresh.UID
+		}).Should(And(Not(BeEmpty()), Not(Equal(firstUID))))
+
+		// A rotation request through the watch is served without a direct call.
+		Eventually(func() error {
+			cur := &corev1.Secret{}
+			if err := k8s.Get(ctx, key, cur); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Annotations = map[string]string{controllers.AnnotationRotateSealingKey: "via-watch"}
+			return k8s.Patch(ctx, cur, patch)
+		}).Should(Succeed())
+		Eventually(func() int {
+			cur := &corev1.Secret{}
+			Expect(k8s.Get(ctx, key, cur)).To(Succeed())
+			keys, err := sessions.DecodeKeyring(cur.Data[sessions.SecretKeyKeyring])
+			Expect(err).NotTo(HaveOccurred())
+			return len(keys)
+		}).Should(Equal(2))
+	})
+})

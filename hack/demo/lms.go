@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"html/template"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/lmssim"
+)
+
+// demoLMS is a simulated LMS plus a tiny integrator app, served together on one port:
+// the LMS at /start, /auth and /jwks; the integrator's Launch URL at /app/launch.
+type demoLMS struct {
+	sim    *lmssim.LMS
+	base   string
+	ltiop  string
+	apiKey string
+	srv    *http.Server
+}
+
+const registrationName = "lms-simulator"
+
+func startDemoLMS(listen, ltiopURL, apiKey string) (*demoLMS, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("LMS simulator: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	sim, err := lmssim.New(base, "demo-client", "demo-deployment")
+	if err != nil {
+		return nil, err
+	}
+	sim.ToolLoginURL, sim.ToolRedirectURI = ltiopURL+"/lti/login", ltiopURL+"/lti/launch"
+	d := &demoLMS{sim: sim, base: base, ltiop: ltiopURL, apiKey: apiKey}
+	mux := http.NewServeMux()
+	mux.Handle("/", sim.Handler())
+	mux.HandleFunc("GET /app/launch", d.appLaunch)
+	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = d.srv.Serve(ln) }()
+	return d, nil
+}
+
+func (d *demoLMS) launchURL() string { return d.base + "/app/launch" }
+
+// register creates the PlatformRegistration of the simulator.
+func (d *demoLMS) register(ctx context.Context, k8s client.Client, cfg *config.Config) error {
+	return k8s.Create(ctx, &ltiv1.PlatformRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: registrationName},
+		Spec: ltiv1.PlatformRegistrationSpec{
+			URL: ltiv1.EndpointURL(d.base), ClientID: d.sim.ClientID, Name: "LMS simulator",
+			AuthenticationEndpoint: ltiv1.EndpointURL(d.base + lmssim.AuthPath),
+			AccesstokenEndpoint:    ltiv1.EndpointURL(d.base + lmssim.TokenPath),
+			AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: d.base + lmssim.JWKSPath},
+		},
+	})
+}
+
+var (
+	formAction = regexp.MustCompile(`action="([^"]*)"`)
+	formField  = regexp.MustCompile(`name="(id_token|state)" value="([^"]*)"`)
+)
+
+// launchOnce performs a real launch as a browser would and returns the /api/idtoken answer.
+func (d *demoLMS) launchOnce(ctx context.Context) ([]byte, error) {
+	jar, _ := cookiejar.New(nil)
+	var ltik string
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Path == "/app/launch" {
+			ltik = req.URL.Query().Get("ltik")
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	// Wait until the registration is usable: the login answers with the LMS's form.
+	var page string
+	for i := 0; ; i++ {
+		res, err := c.Get(d.base + lmssim.StartPath + "?user=demo-teacher")
+		if err != nil {
+			return nil, err
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.Request.URL.Path == lmssim.AuthPath && res.StatusCode == http.StatusOK {
+			page = string(b)
+			break
+		}
+		if i == 100 {
+			return nil, fmt.Errorf("login failed: %s", b)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	action := formAction.FindStringSubmatch(page)
+	if action == nil {
+		return nil, errors.New("the LMS answered without a form")
+	}
+	form := url.Values{}
+	for _, m := range formField.FindAllStringSubmatch(page, -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	res, err := c.PostForm(html.UnescapeString(action[1]), form)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if ltik == "" {
+		return nil, fmt.Errorf("launch failed (HTTP %d): %s", res.StatusCode, body)
+	}
+	return d.idToken(ctx, ltik)
+}
+
+func (d *demoLMS) idToken(ctx context.Context, ltik string) ([]byte, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.ltiop+"/api/idtoken", nil)
+	req.Header.Set("Authorization", "LTIK-AUTH-V2 "+d.apiKey+":"+ltik)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/api/idtoken: HTTP %d: %s", res.StatusCode, body)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, body, "", "  "); err != nil {
+		return body, nil
+	}
+	return pretty.Bytes(), nil
+}
+
+var appPage = template.Must(template.New("app").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ltiop demo: launched</title>
+<style>body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}
+pre{background:#f5f5f5;padding:1rem;overflow:auto;border-radius:4px}</style></head>
+<body><h1>Launched through ltiop</h1>
+<p>This page is the integrator's Launch URL. It received an <code>ltik</code> and asked ltiop for the ID token with <code>GET /api/idtoken</code>:</p>
+{{if .Error}}<p><strong>{{.Error}}</strong></p>{{else}}<pre>{{.Token}}</pre>{{end}}
+</body></html>`))
+
+// appLaunch is the demo integrator's Launch URL: it shows the launch's ID token.
+func (d *demoLMS) appLaunch(w http.ResponseWriter, r *http.Request) {
+	data := map[string]string{}
+	if tok, err := d.idToken(r.Context(), r.URL.Query().Get("ltik")); err != nil {
+		data["Error"] = err.Error()
+	} else {
+		data["Token"] = string(tok)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = appPage.Execute(w, data)
+}

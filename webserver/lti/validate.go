@@ -1,0 +1,502 @@
+package lti
+
+import (
+	"bytes"
+	"context"
+	"crypto/rsa"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jws"
+)
+
+// Stable error codes (Error.Code). Callers put them in details.message: never rename one.
+const (
+	CodeInvalidToken          = "INVALID_TOKEN"            // 400 T-TOK-03
+	CodeInvalidAlgorithm      = "INVALID_ALGORITHM"        // 401 T-TOK-04
+	CodeMissingKID            = "MISSING_KID"              // 401 T-TOK-05
+	CodeUnknownKID            = "UNKNOWN_KID"              // 401 T-TOK-08
+	CodeKeySetUnavailable     = "KEY_SET_UNAVAILABLE"      // 503 T-JWKS-03
+	CodeInvalidSignature      = "INVALID_SIGNATURE"        // 401 T-TOK-10
+	CodeIssuerMismatch        = "ISSUER_MISMATCH"          // 401 T-TOK-11
+	CodeAudienceMismatch      = "AUDIENCE_MISMATCH"        // 401 T-TOK-12
+	CodeAzpMismatch           = "AZP_MISMATCH"             // 401 T-TOK-13
+	CodeTokenExpired          = "TOKEN_EXPIRED"            // 401 T-TOK-14
+	CodeInvalidIAT            = "INVALID_IAT"              // 401 T-TOK-15
+	CodeMissingNonce          = "MISSING_NONCE"            // 401 T-NONCE-01
+	CodeNonceMismatch         = "NONCE_MISMATCH"           // 401 T-NONCE-02
+	CodeInvalidLTIVersion     = "INVALID_LTI_VERSION"      // 400 T-TOK-17
+	CodeInvalidMessageType    = "INVALID_MESSAGE_TYPE"     // 400 T-TOK-18
+	CodeMissingDeploymentID   = "MISSING_DEPLOYMENT_ID"    // 400 T-TOK-19
+	CodeIdentifierTooLong     = "IDENTIFIER_TOO_LONG"      // 400 T-TOK-19 (deployment_id), T-TOK-21 (others)
+	CodeUnknownDeployment     = "UNKNOWN_DEPLOYMENT"       // 403 T-TOK-19
+	CodeDeploymentMismatch    = "DEPLOYMENT_MISMATCH"      // 400 T-TOK-20
+	CodeMissingClaim          = "MISSING_CLAIM"            // 400 T-TOK-21
+	CodeInvalidClaim          = "INVALID_CLAIM"            // 400 T-TOK-21 (required claim of the wrong JSON type)
+	CodeTargetLinkURIMismatch = "TARGET_LINK_URI_MISMATCH" // 400 T-TOK-22
+)
+
+// MaxTokenSize bounds the id_token accepted by Peek and Validate (bytes).
+const MaxTokenSize = 128 << 10
+
+// Error is a validation failure: the HTTP status to answer with, a stable code,
+// a human description (never containing secrets) and the conformance rule ID
+// (lti-conformance.md) that the check implements.
+type Error struct {
+	Status      int
+	Code        string
+	Description string
+	Rule        string
+
+	cause error // for logs only (e.g. the key-set fetch failure)
+}
+
+func (e *Error) Error() string {
+	s := e.Code + ": " + e.Description
+	if e.Rule != "" {
+		s += " [" + e.Rule + "]"
+	}
+	if e.cause != nil {
+		s += ": " + e.cause.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying cause, if any (KEY_SET_UNAVAILABLE carries the
+// KeyFunc error so that callers can log it).
+func (e *Error) Unwrap() error { return e.cause }
+
+func newError(status int, code, rule, description string) *Error {
+	return &Error{Status: status, Code: code, Rule: rule, Description: description}
+}
+
+func errInvalidToken(description string) *Error {
+	return newError(400, CodeInvalidToken, "T-TOK-03", description)
+}
+func errIssuer(d string) *Error   { return newError(401, CodeIssuerMismatch, "T-TOK-11", d) }
+func errAudience(d string) *Error { return newError(401, CodeAudienceMismatch, "T-TOK-12", d) }
+func errAzp(d string) *Error      { return newError(401, CodeAzpMismatch, "T-TOK-13", d) }
+func errExpired(d string) *Error  { return newError(401, CodeTokenExpired, "T-TOK-14", d) }
+func errIat(d string) *Error      { return newError(401, CodeInvalidIAT, "T-TOK-15", d) }
+
+func errMissingClaim(name, messageType string) *Error {
+	return newError(400, CodeMissingClaim, "T-TOK-21",
+		"The "+name+" claim is required in an "+messageType+".")
+}
+
+func errInvalidClaim(name, want string) *Error {
+	return newError(400, CodeInvalidClaim, "T-TOK-21", "The "+name+" claim must be "+want+".")
+}
+
+func errTooLong(name, rule string) *Error {
+	return newError(400, CodeIdentifierTooLong, rule,
+		"The "+name+" claim exceeds "+strconv.Itoa(MaxIdentifierLength)+" characters.")
+}
+
+// ErrUnknownKey is what a KeyFunc returns (wrapped or not) when the platform's key
+// set, refetched if need be, has no key with the requested kid.
+var ErrUnknownKey = errors.New("lti: the platform has no key with this kid")
+
+// KeyFunc returns the platform's RSA public key for kid. It returns ErrUnknownKey
+// when the kid is not in the platform's key set; any other error means the key
+// set could not be obtained (an outage: 503, never 401 — T-JWKS-03).
+type KeyFunc func(ctx context.Context, kid string) (*rsa.PublicKey, error)
+
+// Header is the JOSE header of a compact JWS.
+type Header struct{ Alg, Kid, Typ string }
+
+// Policy is what a launch must match: the registration (iss, client_id) chosen
+// with Peek, and the values bound at login time.
+type Policy struct {
+	Issuer   string // the registration's iss, compared byte for byte (T-TOK-11)
+	ClientID string // must be in aud (T-TOK-12) and equal azp when present (T-TOK-13)
+	// TrustedAudiences are the only other values allowed in an array aud (§12.4).
+	TrustedAudiences []string
+	// DeploymentIDs is the registration's allow-list; empty accepts any (T-TOK-19).
+	DeploymentIDs []string
+	// ExpectedNonce is the nonce sealed in the state; empty checks presence only (T-NONCE-02).
+	ExpectedNonce string
+	// ExpectedDeploymentID is the login's lti_deployment_id, if any (T-TOK-20).
+	ExpectedDeploymentID string
+	// ExpectedTargetLinkURI is the login's target_link_uri (T-TOK-22): compared with
+	// the claim for a resource link launch, and for deep linking when the claim is
+	// present (§12.3). Empty skips the comparison.
+	ExpectedTargetLinkURI string
+	// Now is the validation time (zero: time.Now()). Skew is the leeway on exp and
+	// iat (zero: 60s; negative: none). MaxAge bounds the age of iat (zero: 10m).
+	Now    time.Time
+	Skew   time.Duration
+	MaxAge time.Duration
+	// AllowAnonymous accepts launches without sub (CORE §5.3.6.1); the default
+	// rejects them, as certification requires (§12.1).
+	AllowAnonymous bool
+}
+
+// Defaults applied to a zero Policy.Skew and Policy.MaxAge.
+const (
+	DefaultSkew   = 60 * time.Second
+	DefaultMaxAge = 10 * time.Minute
+)
+
+// compact is a JWS split and decoded without verification.
+type compact struct {
+	token   string // trimmed
+	header  Header
+	hasAlg  bool
+	badAlg  bool // alg present but not a string
+	payload []byte
+	claims  string // payload as a validated JSON object
+}
+
+func splitCompact(token string) (compact, *Error) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return compact{}, errInvalidToken("The id_token is empty.")
+	}
+	if len(token) > MaxTokenSize {
+		return compact{}, errInvalidToken("The id_token is too large.")
+	}
+	d1 := strings.IndexByte(token, '.')
+	if d1 < 0 {
+		return compact{}, errInvalidToken("The id_token is not a compact JWS (header.payload.signature).")
+	}
+	d2 := strings.IndexByte(token[d1+1:], '.')
+	if d2 < 0 {
+		return compact{}, errInvalidToken("The id_token is not a compact JWS (header.payload.signature).")
+	}
+	d2 += d1 + 1
+	if strings.IndexByte(token[d2+1:], '.') >= 0 {
+		return compact{}, errInvalidToken("The id_token has more than three parts (a JWE or a malformed JWS).")
+	}
+	// The base64 decoder skips CR and LF; a compact JWS never contains them.
+	if strings.IndexByte(token, '\n') >= 0 || strings.IndexByte(token, '\r') >= 0 {
+		return compact{}, errInvalidToken("The id_token contains line breaks.")
+	}
+	enc := base64.RawURLEncoding
+	hdrBytes, err := enc.DecodeString(token[:d1])
+	if err != nil || len(hdrBytes) == 0 {
+		return compact{}, errInvalidToken("The id_token header is not base64url.")
+	}
+	hdrObj, ok := jsonObject(hdrBytes)
+	if !ok {
+		return compact{}, errInvalidToken("The id_token header is not a JSON object.")
+	}
+	payload, err := enc.DecodeString(token[d1+1 : d2])
+	if err != nil || len(payload) == 0 {
+		return compact{}, errInvalidToken("The id_token payload is not base64url.")
+	}
+	claims, ok := jsonObject(payload)
+	if !ok {
+		return compact{}, errInvalidToken("The id_token payload is not a JSON object.")
+	}
+	if sig := token[d2+1:]; sig != "" {
+		var buf [1024]byte
+		if enc.DecodedLen(len(sig)) > len(buf) {
+			return compact{}, errInvalidToken("The id_token signature is too large.")
+		}
+		if _, err := enc.Decode(buf[:], []byte(sig)); err != nil {
+			return compact{}, errInvalidToken("The id_token signature is not base64url.")
+		}
+	}
+	t := compact{token: token, payload: payload, claims: claims}
+	for it := newObjectIter(hdrObj); ; {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		switch k {
+		case "alg":
+			t.hasAlg = true
+			t.header.Alg, ok = asString(v)
+			t.badAlg = !ok
+		case "kid":
+			t.header.Kid = optString(v)
+		case "typ":
+			t.header.Typ = optString(v)
+		}
+	}
+	return t, nil
+}
+
+// Peek splits and decodes a compact JWS without verifying it, so that the caller
+// can pick the registration from the unverified iss, aud and azp (T-TOK-06).
+// Nothing else in the returned claims may be trusted. It fails (INVALID_TOKEN,
+// T-TOK-03) only when the token is not three base64url parts whose header and
+// payload are JSON objects; claims of unexpected types are tolerated.
+func Peek(token string) (Header, *Claims, *Error) {
+	t, e := splitCompact(token)
+	if e != nil {
+		return Header{}, nil, e
+	}
+	c := &Claims{Raw: t.payload}
+	c.decode(t.claims)
+	return t.header, c, nil
+}
+
+// Validate verifies an id_token and checks it against p: conformance §1.4 in
+// order (structure, alg, kid, key, signature, iss, aud, azp, exp, iat, nonce,
+// version, message_type, deployment_id) and then the claims §1.5 requires for the
+// message type. It returns the claims, or the first failure. Replay (T-NONCE-03)
+// and state binding are the caller's.
+func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claims, *Error) {
+	t, e := splitCompact(token)
+	if e != nil {
+		return nil, e
+	}
+	// T-TOK-03 / T-TOK-04: alg is mandatory in a JWS header and must be RS256,
+	// checked before any key is looked up. none, HS* and everything else fail.
+	if !t.hasAlg {
+		return nil, errInvalidToken("The id_token header has no alg.")
+	}
+	if t.badAlg || t.header.Alg != "RS256" {
+		return nil, newError(401, CodeInvalidAlgorithm, "T-TOK-04", "The id_token must be signed with RS256.")
+	}
+	// T-TOK-05: kid is required even when the key set has one key.
+	if t.header.Kid == "" {
+		return nil, newError(401, CodeMissingKID, "T-TOK-05", "The id_token header has no kid.")
+	}
+	// T-TOK-08 / T-JWKS-03.
+	if keys == nil {
+		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "No key source is configured for the platform.")
+	}
+	pub, err := keys(ctx, t.header.Kid)
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return nil, &Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",
+			Description: "The platform's key set has no key with the id_token's kid.", cause: err}
+	case err != nil:
+		return nil, &Error{Status: 503, Code: CodeKeySetUnavailable, Rule: "T-JWKS-03",
+			Description: "The platform's key set could not be obtained.", cause: err}
+	case pub == nil:
+		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "The platform's key set could not be obtained.")
+	}
+	// T-TOK-10.
+	verified, err := jws.Verify([]byte(t.token), jws.WithCompact(), jws.WithKey(jwa.RS256(), pub))
+	if err != nil || !bytes.Equal(verified, t.payload) {
+		return nil, &Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
+			Description: "The id_token signature is not valid.", cause: err}
+	}
+
+	c := &Claims{Raw: t.payload}
+	c.decode(t.claims)
+	if e := check(c, &p); e != nil {
+		return nil, e
+	}
+	return c, nil
+}
+
+// check runs the claim checks of Validate, after the signature.
+func check(c *Claims, p *Policy) *Error {
+	// T-TOK-11: byte-exact, no normalisation. An unconfigured policy accepts nothing.
+	switch {
+	case c.bad&badIss != 0:
+		return c.errorFor(badIss)
+	case p.Issuer == "" || c.Issuer != p.Issuer:
+		return errIssuer("The id_token issuer does not match the platform registration.")
+	}
+	// T-TOK-12: our client_id, and nothing but trusted extras.
+	if c.bad&badAud != 0 {
+		return c.errorFor(badAud)
+	}
+	if p.ClientID == "" || !c.Audience.Contains(p.ClientID) {
+		return errAudience("The id_token audience does not contain the client_id.")
+	}
+	for _, a := range c.Audience {
+		if a != p.ClientID && !slices.Contains(p.TrustedAudiences, a) {
+			return errAudience("The id_token audience contains an untrusted audience.")
+		}
+	}
+	// T-TOK-13.
+	switch {
+	case c.bad&badAzp != 0:
+		return c.errorFor(badAzp)
+	case c.AuthorizedParty != "" && c.AuthorizedParty != p.ClientID:
+		return errAzp("The id_token azp is not the client_id.")
+	case c.AuthorizedParty == "" && len(c.Audience) > 1:
+		return errAzp("The id_token has several audiences but no azp.")
+	}
+
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	skew := p.Skew
+	switch {
+	case skew == 0:
+		skew = DefaultSkew
+	case skew < 0:
+		skew = 0
+	}
+	maxAge := p.MaxAge
+	if maxAge <= 0 {
+		maxAge = DefaultMaxAge
+	}
+	// T-TOK-14.
+	if !c.HasExp {
+		if c.bad&badExp != 0 {
+			return c.errorFor(badExp)
+		}
+		return errExpired("The id_token has no exp.")
+	}
+	if !now.Before(time.Unix(c.ExpiresAt, 0).Add(skew)) {
+		return errExpired("The id_token has expired.")
+	}
+	// T-TOK-15.
+	if !c.HasIat {
+		if c.bad&badIat != 0 {
+			return c.errorFor(badIat)
+		}
+		return errIat("The id_token has no iat.")
+	}
+	iat := time.Unix(c.IssuedAt, 0)
+	if iat.After(now.Add(skew)) {
+		return errIat("The id_token was issued in the future.")
+	}
+	if now.Sub(iat) > maxAge {
+		return errIat("The id_token was issued too long ago.")
+	}
+	// T-NONCE-01 / T-NONCE-02.
+	if c.bad&badNonce != 0 {
+		return c.errorFor(badNonce)
+	}
+	if c.Nonce == "" {
+		return newError(401, CodeMissingNonce, "T-NONCE-01", "The id_token has no nonce.")
+	}
+	if p.ExpectedNonce != "" && subtle.ConstantTimeCompare([]byte(c.Nonce), []byte(p.ExpectedNonce)) != 1 {
+		return newError(401, CodeNonceMismatch, "T-NONCE-02", "The id_token nonce is not the one issued at login.")
+	}
+	// T-TOK-17.
+	if c.Version != LTIVersion {
+		if c.Version == "" && c.bad&badVersion == 0 {
+			return newError(400, CodeInvalidLTIVersion, "T-TOK-17", "The LTI version claim is missing.")
+		}
+		return newError(400, CodeInvalidLTIVersion, "T-TOK-17", "The LTI version must be 1.3.0.")
+	}
+	// T-TOK-18.
+	switch {
+	case c.bad&badMessageType != 0:
+		return c.errorFor(badMessageType)
+	case c.MessageType == "":
+		return newError(400, CodeInvalidMessageType, "T-TOK-18", "The message_type claim is missing.")
+	case c.MessageType != MessageResourceLink && c.MessageType != MessageDeepLinking:
+		return newError(400, CodeInvalidMessageType, "T-TOK-18",
+			"The message type "+strconv.Quote(truncate(c.MessageType, 64))+" is not supported.")
+	}
+	// T-TOK-19 / T-TOK-20.
+	switch {
+	case c.bad&badDeploymentID != 0:
+		return c.errorFor(badDeploymentID)
+	case c.DeploymentID == "":
+		return newError(400, CodeMissingDeploymentID, "T-TOK-19", "The deployment_id claim is missing.")
+	case len(c.DeploymentID) > MaxIdentifierLength:
+		return errTooLong("deployment_id", "T-TOK-19")
+	case len(p.DeploymentIDs) > 0 && !slices.Contains(p.DeploymentIDs, c.DeploymentID):
+		return newError(403, CodeUnknownDeployment, "T-TOK-19", "The deployment is not known for this platform registration.")
+	case p.ExpectedDeploymentID != "" && c.DeploymentID != p.ExpectedDeploymentID:
+		return newError(400, CodeDeploymentMismatch, "T-TOK-20", "The deployment_id differs from the login's lti_deployment_id.")
+	}
+	// T-TOK-21: what the message type requires.
+	if c.MessageType == MessageResourceLink {
+		if e := checkResourceLink(c); e != nil {
+			return e
+		}
+	} else if e := checkDeepLinking(c); e != nil {
+		return e
+	}
+	if e := checkSubject(c, p.AllowAnonymous); e != nil {
+		return e
+	}
+	// T-TOK-22: RLR always (when the login's value is known), DL when the claim is there (§12.3).
+	if p.ExpectedTargetLinkURI != "" && (c.MessageType == MessageResourceLink || c.TargetLinkURI != "") &&
+		c.TargetLinkURI != p.ExpectedTargetLinkURI {
+		return newError(400, CodeTargetLinkURIMismatch, "T-TOK-22", "The target_link_uri differs from the login's target_link_uri.")
+	}
+	// CORE §5.4.1: context.id is required when the context claim is sent.
+	if c.Context != nil {
+		switch {
+		case c.bad&badContextID != 0:
+			return c.errorFor(badContextID)
+		case c.Context.ID == "":
+			return errMissingClaim("context.id", c.MessageType)
+		case len(c.Context.ID) > MaxIdentifierLength:
+			return errTooLong("context.id", "T-TOK-21")
+		}
+	}
+	return nil
+}
+
+func checkResourceLink(c *Claims) *Error {
+	const mt = MessageResourceLink
+	switch {
+	case c.bad&badTargetLinkURI != 0:
+		return c.errorFor(badTargetLinkURI)
+	case c.TargetLinkURI == "":
+		return errMissingClaim("target_link_uri", mt)
+	case c.bad&badResourceLink != 0:
+		return c.errorFor(badResourceLink)
+	case c.ResourceLink == nil:
+		return errMissingClaim("resource_link", mt)
+	case c.bad&badResourceLinkID != 0:
+		return c.errorFor(badResourceLinkID)
+	case c.ResourceLink.ID == "":
+		return errMissingClaim("resource_link.id", mt)
+	case len(c.ResourceLink.ID) > MaxIdentifierLength:
+		return errTooLong("resource_link.id", "T-TOK-21")
+	case c.bad&badRoles != 0:
+		return c.errorFor(badRoles)
+	case !c.RolesPresent:
+		return errMissingClaim("roles", mt) // [""] and [] are accepted (§12.2)
+	}
+	return nil
+}
+
+func checkDeepLinking(c *Claims) *Error {
+	const mt = MessageDeepLinking
+	dl := c.DeepLinking
+	switch {
+	case c.bad&badDeepLinking != 0:
+		return c.errorFor(badDeepLinking)
+	case dl == nil:
+		return errMissingClaim("deep_linking_settings", mt)
+	case c.bad&badDLReturnURL != 0:
+		return c.errorFor(badDLReturnURL)
+	case dl.DeepLinkReturnURL == "":
+		return errMissingClaim("deep_linking_settings.deep_link_return_url", mt)
+	case c.bad&badDLAcceptTypes != 0:
+		return c.errorFor(badDLAcceptTypes)
+	case dl.AcceptTypes == nil:
+		return errMissingClaim("deep_linking_settings.accept_types", mt)
+	case c.bad&badDLTargets != 0:
+		return c.errorFor(badDLTargets)
+	case dl.AcceptPresentationDocumentTargets == nil:
+		return errMissingClaim("deep_linking_settings.accept_presentation_document_targets", mt)
+	case c.bad&badTargetLinkURI != 0: // optional for DL, but not of another type
+		return c.errorFor(badTargetLinkURI)
+	}
+	return nil
+}
+
+func checkSubject(c *Claims, allowAnonymous bool) *Error {
+	switch {
+	case c.bad&badSub != 0:
+		return c.errorFor(badSub)
+	case c.Subject == "" && !allowAnonymous:
+		return errMissingClaim("sub", c.MessageType)
+	case len(c.Subject) > MaxIdentifierLength:
+		return errTooLong("sub", "T-TOK-21")
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,229 @@
+package toolmode
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/lti"
+	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
+// Launch is what an ltik carries: the validated launch, with the platform's claims as
+// received, so the integrator API needs no server-side session.
+type Launch struct {
+	PlatformID   string `json:"p"`
+	Issuer       string `json:"i"`
+	ClientID     string `json:"c"`
+	DeploymentID string `json:"d"`
+	MessageType  string `json:"m"`
+	// TargetLinkURI is the login's, for deep-linking launches whose token has none (§12.3).
+	TargetLinkURI string          `json:"l,omitempty"`
+	Claims        json.RawMessage `json:"t"`
+}
+
+// pendingLaunch is sealed into the platform-storage check page: the validated launch
+// waits there until the page proves the browser holds the login's binding value.
+type pendingLaunch struct {
+	Ltik        string `json:"l"`
+	Destination string `json:"d"`
+	Bind        string `json:"b"`
+}
+
+// Launch serves POST /lti/launch: the OIDC authentication response (conformance §1.3–§1.5).
+func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeMissingIDToken, "The launch request could not be read."))
+		return
+	}
+	if e := r.PostForm.Get("error"); e != "" { // T-TOK-02: an OIDC error response, not a launch
+		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodePlatformError,
+			fmt.Sprintf("The platform refused the launch: %s %s", e, r.PostForm.Get("error_description"))))
+		return
+	}
+	idToken, rawState := r.PostForm.Get("id_token"), r.PostForm.Get("state")
+	if idToken == "" { // T-TOK-01
+		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeMissingIDToken, "The launch carries no id_token."))
+		return
+	}
+	if rawState == "" { // T-STATE-01
+		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeMissingState, "The launch carries no state."))
+		return
+	}
+	now := t.now()
+	payload, stateID, err := t.keyring.Open(sessions.PurposeState, rawState, now)
+	if err != nil {
+		if errors.Is(err, sessions.ErrExpired) { // T-STATE-03
+			t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeStateExpired, "The login took too long; launch again from the platform."))
+		} else {
+			t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeInvalidState, "The state is not one this tool issued."))
+		}
+		return
+	}
+	var st loginState
+	if err := json.Unmarshal(payload, &st); err != nil {
+		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeInvalidState, "The state is not one this tool issued."))
+		return
+	}
+
+	// Browser binding (T-STATE-02): the cookie set at login, or else platform storage.
+	cookieBound := false
+	if c, err := r.Cookie(bindingCookie(st.ID)); err == nil {
+		cookieBound = subtle.ConstantTimeCompare([]byte(c.Value), []byte(st.Bind)) == 1
+	}
+	if !cookieBound && st.Storage == "" {
+		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeBrowserBinding,
+			"This browser did not start the login (no matching state cookie). Allow cookies for the tool, or launch again."))
+		return
+	}
+
+	p := t.registry.Get(st.PlatformID)
+	if p == nil || string(p.UID) != st.PlatformUID || !usable(p) {
+		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeUnregistered,
+			"This platform is not registered with the tool, or its registration is inactive."))
+		return
+	}
+	claims, verr := lti.Validate(r.Context(), idToken, t.keyFunc(p), lti.Policy{
+		Issuer:                string(p.Spec.URL),
+		ClientID:              p.Spec.ClientID,
+		DeploymentIDs:         p.Spec.DeploymentIDs,
+		ExpectedNonce:         st.Nonce,
+		ExpectedDeploymentID:  st.DeploymentID,
+		ExpectedTargetLinkURI: st.TargetLinkURI,
+		Now:                   now,
+		Skew:                  max(t.opts.ClockSkew, time.Nanosecond), // zero means none, not the default
+	})
+	if verr != nil {
+		t.fail(w, r, httpapi.Errorf(verr.Status, verr.Code, verr.Description))
+		return
+	}
+
+	// Single use, checked last so a launch that failed for an outage can be retried.
+	if !t.replay.Use("state:"+stateID, now.Add(stateTTL), now) { // T-STATE-03
+		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeStateReused, "This login was already used; launch again from the platform."))
+		return
+	}
+	if !t.replay.Use("nonce:"+claims.Issuer+"\x00"+claims.Nonce, now.Add(stateTTL), now) { // T-NONCE-03
+		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeNonceReused, "This id_token was already used."))
+		return
+	}
+
+	destination, herr := t.destination(claims)
+	if herr != nil {
+		t.fail(w, r, herr)
+		return
+	}
+	launch, _ := json.Marshal(Launch{
+		PlatformID: p.ID, Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
+		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
+		TargetLinkURI: st.TargetLinkURI,
+	})
+	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, launch, ltikTTL)
+	if err != nil {
+		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+		return
+	}
+	target := withLtik(destination, ltik)
+	launchesTotal.WithLabelValues("launch", "ok").Inc()
+	if cookieBound {
+		http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: "/lti/", MaxAge: -1})
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
+	// No cookie came back: prove the binding from platform storage first (conformance §7).
+	pending, _ := json.Marshal(pendingLaunch{Ltik: ltik, Destination: destination, Bind: st.Bind})
+	sealed, err := t.keyring.Seal(sessions.PurposeState, pending, pendingTTL)
+	if err != nil {
+		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+		return
+	}
+	t.renderStorageLaunch(w, st, sealed)
+}
+
+// LaunchComplete serves POST /lti/launch/complete: the platform-storage check page posts
+// the value it read back; a match hands the launch to the integrator (T-PS-02).
+func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeBrowserBinding, "The request could not be read."))
+		return
+	}
+	payload, id, err := t.keyring.Open(sessions.PurposeState, r.PostForm.Get("pending"), t.now())
+	var pl pendingLaunch
+	if err == nil {
+		err = json.Unmarshal(payload, &pl)
+	}
+	if err != nil || pl.Ltik == "" {
+		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeInvalidState, "The launch expired or is not one this tool issued; launch again."))
+		return
+	}
+	value := r.PostForm.Get("value")
+	if subtle.ConstantTimeCompare([]byte(value), []byte(pl.Bind)) != 1 {
+		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeBrowserBinding,
+			"This browser did not start the login (platform storage does not hold its state)."))
+		return
+	}
+	now := t.now()
+	if !t.replay.Use("pending:"+id, now.Add(pendingTTL), now) {
+		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeStateReused, "This launch was already completed."))
+		return
+	}
+	launchesTotal.WithLabelValues("storage_check", "ok").Inc()
+	http.Redirect(w, r, withLtik(pl.Destination, pl.Ltik), http.StatusSeeOther)
+}
+
+// destination is the integrator page for the message type, carrying the query of the
+// target link from the signed claim (T-TOK-22: not the unsigned login parameter).
+func (t *Tool) destination(c *lti.Claims) (string, *httpapi.Error) {
+	base := t.opts.LaunchURL
+	if c.MessageType == lti.MessageDeepLinking && t.opts.DeepLinkingURL != "" {
+		base = t.opts.DeepLinkingURL
+	}
+	if base == "" {
+		return "", httpapi.Errorf(http.StatusServiceUnavailable, CodeLaunchNotConfigured,
+			"The tool has no Launch URL configured (setting launchUrl).")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", httpapi.Errorf(http.StatusServiceUnavailable, CodeLaunchNotConfigured, "The Launch URL is not a URL.")
+	}
+	target := c.TargetLinkURI
+	if target != "" {
+		if tu, err := url.Parse(target); err == nil && tu.RawQuery != "" {
+			q := u.Query()
+			for k, vs := range tu.Query() {
+				for _, v := range vs {
+					q.Add(k, v)
+				}
+			}
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.String(), nil
+}
+
+func withLtik(destination, ltik string) string {
+	u, _ := url.Parse(destination)
+	q := u.Query()
+	q.Set("ltik", ltik)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// keyFunc adapts the platform key resolver to the validator.
+func (t *Tool) keyFunc(p *registry.Platform) lti.KeyFunc {
+	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) {
+		k, err := t.keys.Key(ctx, p, kid)
+		if errors.Is(err, registry.ErrUnknownKey) {
+			return nil, fmt.Errorf("%w: %s", lti.ErrUnknownKey, kid)
+		}
+		return k, err
+	}
+}

@@ -1,0 +1,73 @@
+// Package toolmode serves the endpoints an LMS calls when ltiop acts as its tool
+// (/lti/login, /lti/launch, /lti/keys) and the integrator API built on launches
+// (/api/idtoken).
+package toolmode
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
+// Lifetimes and limits of the launch flow.
+const (
+	stateTTL = 10 * time.Minute // T-STATE-03: a login must be completed within this
+	ltikTTL  = 24 * time.Hour
+	// pendingTTL bounds the platform-storage check between id_token validation and the
+	// hand-over to the integrator.
+	pendingTTL = 2 * time.Minute
+)
+
+// Paths of the tool-mode endpoints.
+const (
+	LoginPath          = "/lti/login"
+	LaunchPath         = "/lti/launch"
+	LaunchCompletePath = "/lti/launch/complete"
+)
+
+// Options configure the tool-mode handlers.
+type Options struct {
+	// PublicURL is ltiop's external base URL; its origin is the only allowed target_link_uri origin.
+	PublicURL string
+	// LaunchURL and DeepLinkingURL are the integrator pages launches are handed to.
+	LaunchURL, DeepLinkingURL string
+	// DevMode allows plain-http cookies for local work.
+	DevMode bool
+	// ClockSkew is the leeway on exp and iat.
+	ClockSkew time.Duration
+}
+
+// Tool serves the tool-mode endpoints.
+type Tool struct {
+	opts      Options
+	publicURL *url.URL
+	registry  *registry.Registry
+	keys      *registry.PlatformKeys
+	keyring   *sessions.Keyring
+	replay    *sessions.ReplayCache
+	apiKey    *httpapi.APIKey
+	now       func() time.Time
+}
+
+// New returns the tool-mode handlers.
+func New(opts Options, reg *registry.Registry, keys *registry.PlatformKeys, keyring *sessions.Keyring,
+	replay *sessions.ReplayCache, apiKey *httpapi.APIKey) (*Tool, error) {
+	u, err := url.Parse(opts.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Tool{opts: opts, publicURL: u, registry: reg, keys: keys, keyring: keyring,
+		replay: replay, apiKey: apiKey, now: time.Now}, nil
+}
+
+// secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).
+func (t *Tool) secureCookies() bool { return t.publicURL.Scheme == "https" || !t.opts.DevMode }
+
+// Handler wraps a method of Tool.
+func (t *Tool) Handler(f func(http.ResponseWriter, *http.Request)) http.Handler {
+	return http.HandlerFunc(f)
+}
