@@ -241,6 +241,20 @@ func ParseClaims(payload []byte) (*Claims, error) {
 	return c, nil
 }
 
+// ParseValidatedClaims is ParseClaims for claims this service validated earlier and got
+// back through authenticated encryption (an ltik): the payload is known to be one JSON
+// object, so the separate validity scan is skipped. Never use it on input from outside.
+func ParseValidatedClaims(payload []byte) (*Claims, error) {
+	s := trimJSON(string(payload))
+	if kindOf(s) != kindObject {
+		return nil, &Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
+			Description: "The claims are not a JSON object."}
+	}
+	c := &Claims{Raw: payload}
+	c.decode(s)
+	return c, nil
+}
+
 // parseClaims decodes payload, which it keeps as Raw. ok is false when payload is
 // not a JSON object.
 func parseClaims(payload []byte) (*Claims, bool) {

@@ -206,7 +206,7 @@ func TestStaticKeys(t *testing.T) {
 	} {
 		reg := registration("static", "https://lms", "c", time.Now())
 		reg.Spec.AuthConfig = tc.ac
-		r.putRegistration(reg)
+		r.Apply(reg)
 		got, err := pk.Key(ctx, r.Get("static"), tc.kid)
 		if tc.wantUnkown {
 			if !errors.Is(err, ErrUnknownKey) {

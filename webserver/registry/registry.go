@@ -103,17 +103,17 @@ func (r *Registry) Attach(ctx context.Context, c cache.Cache) error {
 	}
 	logger := log.FromContext(ctx).WithName("registry")
 	h1, err := regInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.putRegistration(obj) },
-		UpdateFunc: func(_, obj any) { r.putRegistration(obj) },
-		DeleteFunc: func(obj any) { r.deleteRegistration(obj) },
+		AddFunc:    func(obj any) { r.Apply(obj) },
+		UpdateFunc: func(_, obj any) { r.Apply(obj) },
+		DeleteFunc: func(obj any) { r.Forget(obj) },
 	})
 	if err != nil {
 		return err
 	}
 	h2, err := secretInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.putSecret(logger.Info, obj) },
-		UpdateFunc: func(_, obj any) { r.putSecret(logger.Info, obj) },
-		DeleteFunc: func(obj any) { r.deleteSecret(obj) },
+		AddFunc:    func(obj any) { r.ApplySecret(logger.Info, obj) },
+		UpdateFunc: func(_, obj any) { r.ApplySecret(logger.Info, obj) },
+		DeleteFunc: func(obj any) { r.ForgetSecret(obj) },
 	})
 	if err != nil {
 		return err
@@ -215,7 +215,9 @@ func (r *Registry) JWKS() []byte {
 
 // ---- informer callbacks ----
 
-func (r *Registry) putRegistration(obj any) {
+// Apply records a PlatformRegistration (an informer's add or update). Exported so the
+// registry can also be fed without Kubernetes (benchmarks, embedded use).
+func (r *Registry) Apply(obj any) {
 	reg, ok := obj.(*ltiv1.PlatformRegistration)
 	if !ok {
 		return
@@ -244,7 +246,8 @@ func (r *Registry) putRegistration(obj any) {
 	r.notify()
 }
 
-func (r *Registry) deleteRegistration(obj any) {
+// Forget removes a PlatformRegistration (an informer's delete).
+func (r *Registry) Forget(obj any) {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -261,7 +264,8 @@ func (r *Registry) deleteRegistration(obj any) {
 	}
 }
 
-func (r *Registry) putSecret(logf func(string, ...any), obj any) {
+// ApplySecret records a key Secret; logf reports an unusable one.
+func (r *Registry) ApplySecret(logf func(string, ...any), obj any) {
 	secret, ok := obj.(*corev1.Secret)
 	if !ok || secret.Type != ltiv1.SecretTypeToolKey {
 		return
@@ -285,7 +289,8 @@ func (r *Registry) putSecret(logf func(string, ...any), obj any) {
 	r.setKey(owner, key)
 }
 
-func (r *Registry) deleteSecret(obj any) {
+// ForgetSecret removes a key Secret's key.
+func (r *Registry) ForgetSecret(obj any) {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

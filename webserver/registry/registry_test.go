@@ -49,8 +49,8 @@ func noLog(string, ...any) {}
 func TestLookupByIssuerAndClient(t *testing.T) {
 	r := New()
 	now := time.Now()
-	r.putRegistration(registration("a", "https://canvas.instructure.com", "1", now))
-	r.putRegistration(registration("b", "https://canvas.instructure.com", "2", now))
+	r.Apply(registration("a", "https://canvas.instructure.com", "1", now))
+	r.Apply(registration("b", "https://canvas.instructure.com", "2", now))
 	if p := r.Lookup("https://canvas.instructure.com", "2"); p == nil || p.ID != "b" {
 		t.Fatalf("Lookup(canvas, 2) = %v, want b", p)
 	}
@@ -65,18 +65,18 @@ func TestLookupByIssuerAndClient(t *testing.T) {
 func TestDuplicatesResolveToTheOldest(t *testing.T) {
 	r := New()
 	now := time.Now()
-	r.putRegistration(registration("newer", "https://lms", "c", now))
-	r.putRegistration(registration("older", "https://lms", "c", now.Add(-time.Hour)))
+	r.Apply(registration("newer", "https://lms", "c", now))
+	r.Apply(registration("older", "https://lms", "c", now.Add(-time.Hour)))
 	if p := r.Lookup("https://lms", "c"); p.ID != "older" {
 		t.Fatalf("Lookup = %s, want older", p.ID)
 	}
-	r.deleteRegistration(registration("older", "https://lms", "c", now.Add(-time.Hour)))
+	r.Forget(registration("older", "https://lms", "c", now.Add(-time.Hour)))
 	if p := r.Lookup("https://lms", "c"); p == nil || p.ID != "newer" {
 		t.Fatalf("after deleting the older one, Lookup = %v, want newer", p)
 	}
 	// Changing the client of a registration moves it in the index.
 	moved := registration("newer", "https://lms", "d", now)
-	r.putRegistration(moved)
+	r.Apply(moved)
 	if r.Lookup("https://lms", "c") != nil || r.Lookup("https://lms", "d") == nil {
 		t.Fatal("an updated registration must be found under its new key only")
 	}
@@ -86,11 +86,11 @@ func TestKeysJoinByOwnerUIDAndJWKSFollowsChanges(t *testing.T) {
 	r := New()
 	reg := registration("a", "https://lms", "c", time.Now())
 	secret := keySecret(t, reg)
-	r.putSecret(noLog, secret) // the Secret may arrive before its registration
+	r.ApplySecret(noLog, secret) // the Secret may arrive before its registration
 	if string(r.JWKS()) != `{"keys":[]}` {
 		t.Fatalf("JWKS without registrations = %s", r.JWKS())
 	}
-	r.putRegistration(reg)
+	r.Apply(reg)
 	p := r.Get("a")
 	if p.Key == nil || p.Key.PublicPEM == "" || p.Key.KID == "" {
 		t.Fatal("the registration must carry its key")
@@ -103,12 +103,12 @@ func TestKeysJoinByOwnerUIDAndJWKSFollowsChanges(t *testing.T) {
 	// A Secret owned by an earlier registration of the same name is not this one's key.
 	stale := registration("a", "https://lms", "c", time.Now())
 	stale.UID = "another-uid"
-	r.putRegistration(stale)
+	r.Apply(stale)
 	if r.Get("a").Key != nil {
 		t.Fatal("keys join by owner UID, not by name")
 	}
-	r.putRegistration(reg)
-	r.deleteSecret(secret)
+	r.Apply(reg)
+	r.ForgetSecret(secret)
 	if r.Get("a").Key != nil || string(r.JWKS()) != `{"keys":[]}` {
 		t.Fatalf("a deleted Secret takes its key out of the JWKS: %s", r.JWKS())
 	}
@@ -120,7 +120,7 @@ func TestWaitForWakesOnChange(t *testing.T) {
 	defer cancel()
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		r.putRegistration(registration("late", "https://lms", "c", time.Now()))
+		r.Apply(registration("late", "https://lms", "c", time.Now()))
 	}()
 	p, ok := r.WaitFor(ctx, "late", func(p *Platform) bool { return p != nil })
 	if !ok || p.ID != "late" {
@@ -140,7 +140,7 @@ func BenchmarkLookup(b *testing.B) {
 	now := time.Now()
 	const n = 10000
 	for i := range n {
-		r.putRegistration(registration(fmt.Sprintf("reg-%d", i), fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i), now))
+		r.Apply(registration(fmt.Sprintf("reg-%d", i), fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i), now))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -162,7 +162,7 @@ func BenchmarkLookupHit(b *testing.B) {
 	issuers, clients := make([]string, n), make([]string, n)
 	for i := range n {
 		issuers[i], clients[i] = fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i)
-		r.putRegistration(registration(fmt.Sprintf("reg-%d", i), issuers[i], clients[i], now))
+		r.Apply(registration(fmt.Sprintf("reg-%d", i), issuers[i], clients[i], now))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -180,8 +180,8 @@ func BenchmarkJWKS(b *testing.B) {
 	r := New()
 	for i := range 100 {
 		reg := registration(fmt.Sprintf("reg-%d", i), "https://lms", fmt.Sprint(i), time.Now())
-		r.putRegistration(reg)
-		r.putSecret(noLog, keySecret(b, reg))
+		r.Apply(reg)
+		r.ApplySecret(noLog, keySecret(b, reg))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

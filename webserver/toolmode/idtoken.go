@@ -41,15 +41,15 @@ func (t *Tool) RequireLtik(next http.Handler) http.Handler {
 			return
 		}
 		payload, _, err := t.keyring.Open(sessions.PurposeLTIK, ltik, t.now())
-		var launch Launch
+		var launch *Launch
 		if err == nil {
-			err = json.Unmarshal(payload, &launch)
+			launch, err = decodeLaunch(payload)
 		}
 		if err != nil {
 			httpapi.WriteError(w, invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired."))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), launchKey{}, &launch)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), launchKey{}, launch)))
 	})
 }
 
@@ -101,7 +101,7 @@ func (t *Tool) IDToken(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, claims)
 		return
 	}
-	claims, err := lti.ParseClaims(launch.Claims)
+	claims, err := lti.ParseValidatedClaims(launch.Claims)
 	if err != nil {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The launch claims could not be read."))
 		return

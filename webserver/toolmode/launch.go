@@ -1,6 +1,7 @@
 package toolmode
 
 import (
+	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/subtle"
@@ -19,6 +20,9 @@ import (
 
 // Launch is what an ltik carries: the validated launch, with the platform's claims as
 // received, so the integrator API needs no server-side session.
+//
+// Sealed form: the JSON of the small fields, a newline, then the claims verbatim, so
+// opening an ltik never scans the ~4 KB of claims twice.
 type Launch struct {
 	PlatformID   string `json:"p"`
 	Issuer       string `json:"i"`
@@ -27,7 +31,26 @@ type Launch struct {
 	MessageType  string `json:"m"`
 	// TargetLinkURI is the login's, for deep-linking launches whose token has none (§12.3).
 	TargetLinkURI string          `json:"l,omitempty"`
-	Claims        json.RawMessage `json:"t"`
+	Claims        json.RawMessage `json:"-"`
+}
+
+func encodeLaunch(l Launch) []byte {
+	head, _ := json.Marshal(l) // json.Marshal escapes newlines: the first one ends the head
+	out := make([]byte, 0, len(head)+1+len(l.Claims))
+	return append(append(append(out, head...), '\n'), l.Claims...)
+}
+
+func decodeLaunch(b []byte) (*Launch, error) {
+	head, claims, ok := bytes.Cut(b, []byte{'\n'})
+	if !ok {
+		return nil, errors.New("not a sealed launch")
+	}
+	var l Launch
+	if err := json.Unmarshal(head, &l); err != nil {
+		return nil, err
+	}
+	l.Claims = claims
+	return &l, nil
 }
 
 // pendingLaunch is sealed into the platform-storage check page: the validated launch
@@ -121,7 +144,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, herr)
 		return
 	}
-	launch, _ := json.Marshal(Launch{
+	launch := encodeLaunch(Launch{
 		PlatformID: p.ID, Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
 		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
 		TargetLinkURI: st.TargetLinkURI,
