@@ -95,9 +95,16 @@ type App struct {
 	Registry *registry.Registry
 }
 
+// Option adjusts the manager options (tests run several ltiops in one process).
+type Option func(*ctrl.Options)
+
 // New builds ltiop for cfg against the cluster of restCfg.
-func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config) (*App, error) {
-	mgr, err := ctrl.NewManager(restCfg, ManagerOptions(cfg))
+func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...Option) (*App, error) {
+	mgrOpts := ManagerOptions(cfg)
+	for _, o := range opts {
+		o(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(restCfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}

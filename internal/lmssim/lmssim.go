@@ -89,7 +89,7 @@ func (l *LMS) LastAuthRequest() url.Values {
 }
 
 // start sends the browser to the tool's login URL, as an LMS does when a user clicks a
-// link: GET /start?user=…&target=…&message=LtiDeepLinkingRequest.
+// link: GET /start?user=…&target=…&message=LtiDeepLinkingRequest&storage_target=_parent.
 func (l *LMS) start(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	user := q.Get("user")
@@ -104,6 +104,9 @@ func (l *LMS) start(w http.ResponseWriter, r *http.Request) {
 	login := url.Values{
 		"iss": {l.Issuer}, "login_hint": {user}, "target_link_uri": {target},
 		"client_id": {l.ClientID}, "lti_deployment_id": {l.DeploymentID}, "lti_message_hint": {string(hint)},
+	}
+	if st := q.Get("storage_target"); st != "" {
+		login.Set("lti_storage_target", st) // the platform offers postMessage storage
 	}
 	http.Redirect(w, r, l.ToolLoginURL+"?"+login.Encode(), http.StatusFound)
 }

@@ -80,7 +80,8 @@ func (t *Tool) render(w http.ResponseWriter, status int, name string, data map[s
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+nonce+"'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'")
+	// form-action also covers the redirect after a form post: the integrator's origins.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+nonce+"'; style-src 'unsafe-inline'; form-action "+t.formAction+"; base-uri 'none'")
 	w.WriteHeader(status)
 	if err := pages.ExecuteTemplate(w, name, data); err != nil {
 		log.Log.Error(err, "rendering page", "page", name)

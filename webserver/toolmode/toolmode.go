@@ -6,6 +6,7 @@ package toolmode
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -51,6 +52,9 @@ type Tool struct {
 	replay    *sessions.ReplayCache
 	apiKey    *httpapi.APIKey
 	now       func() time.Time
+	// formAction is the CSP form-action source list of the pages: ltiop and the
+	// integrator pages a form post may end on.
+	formAction string
 }
 
 // New returns the tool-mode handlers.
@@ -60,8 +64,14 @@ func New(opts Options, reg *registry.Registry, keys *registry.PlatformKeys, keyr
 	if err != nil {
 		return nil, err
 	}
+	formAction := []string{"'self'"}
+	for _, dest := range []string{opts.LaunchURL, opts.DeepLinkingURL} {
+		if d, err := url.Parse(dest); err == nil && d.Host != "" {
+			formAction = append(formAction, d.Scheme+"://"+d.Host)
+		}
+	}
 	return &Tool{opts: opts, publicURL: u, registry: reg, keys: keys, keyring: keyring,
-		replay: replay, apiKey: apiKey, now: time.Now}, nil
+		replay: replay, apiKey: apiKey, now: time.Now, formAction: strings.Join(formAction, " ")}, nil
 }
 
 // secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).
