@@ -33,7 +33,7 @@ type rig struct {
 	server atomic.Int64 // nanoseconds spent inside the handlers
 }
 
-func newRig(b *testing.B) *rig {
+func newRig(b testing.TB) *rig {
 	b.Helper()
 	lmsSrv := httptest.NewServer(nil)
 	b.Cleanup(lmsSrv.Close)
