@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -69,9 +67,6 @@ type launchResult struct {
 	Ltik     string
 }
 
-var formField = regexp.MustCompile(`name="(id_token|state)" value="([^"]*)"`)
-var formAction = regexp.MustCompile(`action="([^"]*)"`)
-
 // launch clicks the LMS link (login initiation), lets the LMS answer the authentication
 // request with its auto-submitting form, and submits it to ltiop.
 func (b *browser) launch(lms *lmsServer, query string) launchResult {
@@ -87,13 +82,9 @@ func (b *browser) launch(lms *lmsServer, query string) launchResult {
 
 // submit posts an auto-submitting form the way the browser would.
 func (b *browser) submit(page string) launchResult {
-	action := formAction.FindStringSubmatch(page)
-	ExpectWithOffset(2, action).NotTo(BeNil(), page)
-	form := url.Values{}
-	for _, m := range formField.FindAllStringSubmatch(page, -1) {
-		form.Set(m[1], html.UnescapeString(m[2]))
-	}
-	return b.post(html.UnescapeString(action[1]), form)
+	action, form, ok := lmssim.ParseAutoSubmit(page)
+	ExpectWithOffset(2, ok).To(BeTrue(), page)
+	return b.post(action, form)
 }
 
 func (b *browser) post(to string, form url.Values) launchResult {
@@ -347,9 +338,8 @@ var _ = Describe("Tool-mode launch", func() {
 				},
 			} {
 				page := lmsAuthPage(b, lms)
-				idTok := formField.FindStringSubmatch(page)
-				Expect(idTok).NotTo(BeNil())
 				form := formValues(page)
+				Expect(form.Get("id_token")).NotTo(BeEmpty())
 				form.Set("id_token", forge(form.Get("id_token")))
 				res := b.post(publicURL+"/lti/launch", form)
 				Expect(res.Ltik).To(BeEmpty(), name)
@@ -446,10 +436,7 @@ func lmsAuthPage(b *browser, lms *lmsServer) string {
 }
 
 func formValues(page string) url.Values {
-	form := url.Values{}
-	for _, m := range formField.FindAllStringSubmatch(page, -1) {
-		form.Set(m[1], html.UnescapeString(m[2]))
-	}
+	_, form, _ := lmssim.ParseAutoSubmit(page)
 	return form
 }
 

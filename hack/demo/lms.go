@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"html/template"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/url"
-	"regexp"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,11 +68,6 @@ func (d *demoLMS) register(ctx context.Context, k8s client.Client, cfg *config.C
 	})
 }
 
-var (
-	formAction = regexp.MustCompile(`action="([^"]*)"`)
-	formField  = regexp.MustCompile(`name="(id_token|state)" value="([^"]*)"`)
-)
-
 // launchOnce performs a real launch as a browser would and returns the /api/idtoken answer.
 func (d *demoLMS) launchOnce(ctx context.Context) ([]byte, error) {
 	jar, _ := cookiejar.New(nil)
@@ -109,15 +101,11 @@ func (d *demoLMS) launchOnce(ctx context.Context) ([]byte, error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	action := formAction.FindStringSubmatch(page)
-	if action == nil {
+	action, form, ok := lmssim.ParseAutoSubmit(page)
+	if !ok {
 		return nil, errors.New("the LMS answered without a form")
 	}
-	form := url.Values{}
-	for _, m := range formField.FindAllStringSubmatch(page, -1) {
-		form.Set(m[1], html.UnescapeString(m[2]))
-	}
-	res, err := c.PostForm(html.UnescapeString(action[1]), form)
+	res, err := c.PostForm(action, form)
 	if err != nil {
 		return nil, err
 	}

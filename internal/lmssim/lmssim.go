@@ -8,10 +8,12 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"html"
 	"html/template"
 	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sync"
 	"time"
 
@@ -160,6 +162,25 @@ var autoSubmit = template.Must(template.New("form").Parse(`<!doctype html>
 <input type="hidden" name="state" value="{{.State}}">
 <noscript><button type="submit">Continue</button></noscript>
 </form></body></html>`))
+
+var (
+	formAction = regexp.MustCompile(`action="([^"]*)"`)
+	formField  = regexp.MustCompile(`name="(id_token|state)" value="([^"]*)"`)
+)
+
+// ParseAutoSubmit reads the authentication response form the platform answers with: where
+// it posts to and the id_token and state it carries, as a browser would submit them.
+func ParseAutoSubmit(page string) (action string, form url.Values, ok bool) {
+	m := formAction.FindStringSubmatch(page)
+	if m == nil {
+		return "", nil, false
+	}
+	form = url.Values{}
+	for _, f := range formField.FindAllStringSubmatch(page, -1) {
+		form.Set(f[1], html.UnescapeString(f[2]))
+	}
+	return html.UnescapeString(m[1]), form, true
+}
 
 // Claims returns a complete LtiResourceLinkRequest for user, like a Canvas teacher launch.
 func (l *LMS) Claims(user, nonce, target string) map[string]any {
