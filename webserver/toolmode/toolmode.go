@@ -4,7 +4,6 @@
 package toolmode
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -76,8 +75,3 @@ func New(opts Options, reg *registry.Registry, keys *registry.PlatformKeys, keyr
 
 // secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).
 func (t *Tool) secureCookies() bool { return t.publicURL.Scheme == "https" || !t.opts.DevMode }
-
-// Handler wraps a method of Tool.
-func (t *Tool) Handler(f func(http.ResponseWriter, *http.Request)) http.Handler {
-	return http.HandlerFunc(f)
-}
