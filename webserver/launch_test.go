@@ -222,6 +222,18 @@ var _ = Describe("Tool-mode launch", func() {
 		Expect(b.submit(body).Ltik).NotTo(BeEmpty())
 	})
 
+	It("ignores extra fields of the authentication response (T-TOK-24)", func() {
+		lms := newLMS()
+		b := newBrowser()
+		form := formValues(lmsAuthPage(b, lms))
+		form.Set("utf8", "✓")
+		form.Set("authenticity_token", "canvas-csrf")
+		form.Set("lti_storage_target", "post_message_forwarding")
+		res := b.post(publicURL+"/lti/launch", form)
+		Expect(res.Status).To(Equal(http.StatusSeeOther), res.Body)
+		Expect(res.Ltik).NotTo(BeEmpty())
+	})
+
 	It("finds the registration by issuer alone when it is the only one (T-LOGIN-03)", func() {
 		lms := newLMS()
 		res, err := newBrowser().client.Get(publicURL + "/lti/login?" + url.Values{"iss": {lms.URL}, "login_hint": {"u"},
