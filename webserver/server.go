@@ -89,6 +89,17 @@ func New(opts Options, d Deps) *Server {
 		{"POST", toolmode.LaunchPath, http.HandlerFunc(tool.Launch)},
 		{"POST", toolmode.LaunchCompletePath, http.HandlerFunc(tool.LaunchComplete)},
 		{"GET", "/api/idtoken", tool.RequireLtik(http.HandlerFunc(tool.IDToken))},
+		{"GET", "/api/memberships", tool.RequireService(http.HandlerFunc(tool.Memberships))},
+		{"GET", "/api/lineitems", tool.RequireService(http.HandlerFunc(tool.LineItems))},
+		{"POST", "/api/lineitems", tool.RequireService(http.HandlerFunc(tool.CreateLineItem))},
+		{"GET", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.GetLineItem))},
+		{"PUT", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.UpdateLineItem))},
+		{"DELETE", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.DeleteLineItem))},
+		{"POST", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.PostScore))},
+		{"GET", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.Scores))},
+		{"POST", "/api/deeplinking/form", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingForm))},
+		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
+		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
 	}
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		s.routes = append(s.routes,

@@ -21,6 +21,7 @@ import (
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/webserver"
+	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -151,7 +152,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
-	}, reg, registry.NewPlatformKeys(nil), keyring, sessions.NewReplayCache(replayCacheSize), apiKey)
+	}, reg, registry.NewPlatformKeys(nil), keyring, sessions.NewReplayCache(replayCacheSize), apiKey, advantage.NewClient(nil))
 	if err != nil {
 		return nil, err
 	}

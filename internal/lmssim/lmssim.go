@@ -1,6 +1,10 @@
 // Package lmssim is a small simulated learning platform for tests and the demo: its own
 // RSA key and JWKS, a login-initiation starter, and an OIDC authorization endpoint that
 // answers with a signed id_token in an auto-submitting form, as Canvas or Moodle do.
+//
+// After EnableServices it also serves the LTI Advantage services a real platform offers,
+// strictly: an RFC 7523 token endpoint, Names and Role Provisioning, Assignment and Grade
+// Services on Moodle-style URLs, and the deep-linking return URL (see services.go).
 package lmssim
 
 import (
@@ -32,12 +36,29 @@ type LMS struct {
 	// Customize, when set, may change the claims (and the JWS header) of each id_token.
 	Customize func(claims map[string]any, header map[string]any)
 
+	// The fields below configure the services (EnableServices). Set them before serving.
+
+	// TokenAudience, when set, is the client assertion audience the token endpoint requires
+	// instead of its own URL (Issuer+TokenPath), as Brightspace does.
+	TokenAudience string
+	// TokenLifetime is the lifetime of the access tokens; zero means one hour.
+	TokenLifetime time.Duration
+	// GrantableScopes restricts the scopes the token endpoint grants; nil means all NRPS
+	// and AGS scopes (AllScopes).
+	GrantableScopes []string
+	// Members is the course roster NRPS serves; nil means DefaultMembers().
+	Members []Member
+	// HTTPClient fetches the tool's JWKS; nil means a client with a 10 s timeout.
+	HTTPClient *http.Client
+
 	key  *rsa.PrivateKey
 	kid  string
 	jwks []byte
 
 	mu   sync.Mutex
 	last url.Values // the last authentication request received
+	svc  *services  // nil until EnableServices
+	dl   []dlRequest
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -58,13 +79,24 @@ func New(issuer, clientID, deploymentID string) (*LMS, error) {
 	return l, err
 }
 
-// Paths served by Handler.
+// Paths served by Handler. The service paths answer 404 until EnableServices.
 const (
 	JWKSPath   = "/jwks"
 	AuthPath   = "/auth"
 	StartPath  = "/start"
 	TokenPath  = "/token"
 	defaultSub = "user-1"
+
+	// MembershipsPath is the NRPS context membership URL (context_memberships_url).
+	MembershipsPath = "/nrps/memberships"
+	// LineItemsPath is the AGS line item container; every AGS URL also carries TypeIDQuery,
+	// and a line item is LineItemsPath+"/<n>/lineitem?"+TypeIDQuery, as in Moodle.
+	LineItemsPath = "/mod/lti/services.php/2/lineitems"
+	TypeIDQuery   = "type_id=4"
+	// DeepLinkReturnPath is the deep_link_return_url; the URL carries DeepLinkReturnQuery,
+	// which the tool must keep (T-DL-11).
+	DeepLinkReturnPath  = "/deep_links"
+	DeepLinkReturnQuery = "course=42&sesskey=abc"
 )
 
 // Handler serves the platform's endpoints.
@@ -77,6 +109,7 @@ func (l *LMS) Handler() http.Handler {
 	})
 	mux.HandleFunc(AuthPath, l.authorize)
 	mux.HandleFunc("GET "+StartPath, l.start)
+	l.serviceRoutes(mux)
 	return mux
 }
 
@@ -212,40 +245,41 @@ func (l *LMS) Claims(user, nonce, target string) map[string]any {
 		},
 		"https://purl.imsglobal.org/spec/lti/claim/custom": map[string]any{"chapter": "1"},
 		"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": map[string]any{
-			"context_memberships_url": l.Issuer + "/api/memberships", "service_versions": []string{"2.0"},
+			"context_memberships_url": l.Issuer + MembershipsPath, "service_versions": []string{"2.0"},
 		},
 		"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": map[string]any{
-			"scope": []string{
-				"https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
-				"https://purl.imsglobal.org/spec/lti-ags/scope/score",
-			},
-			"lineitems": l.Issuer + "/api/lineitems",
-			"lineitem":  l.Issuer + "/api/lineitems/1",
+			"scope":     []string{ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore},
+			"lineitems": l.Issuer + LineItemsPath + "?" + TypeIDQuery,
+			"lineitem":  l.lineItemURL(1),
 		},
 	}
 }
 
-// MakeDeepLinking turns launch claims into an LtiDeepLinkingRequest.
+// MakeDeepLinking turns launch claims into an LtiDeepLinkingRequest. The platform
+// remembers the request's data (and again when it is signed) to check the response.
 func (l *LMS) MakeDeepLinking(claims map[string]any) {
 	claims["https://purl.imsglobal.org/spec/lti/claim/message_type"] = "LtiDeepLinkingRequest"
 	delete(claims, "https://purl.imsglobal.org/spec/lti/claim/resource_link")
-	claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = map[string]any{
-		"deep_link_return_url":                 l.Issuer + "/deep_links",
+	claims[claimDLSettings] = map[string]any{
+		"deep_link_return_url":                 l.Issuer + DeepLinkReturnPath + "?" + DeepLinkReturnQuery,
 		"accept_types":                         []string{"ltiResourceLink", "link"},
 		"accept_presentation_document_targets": []string{"iframe", "window"},
 		"accept_multiple":                      true,
 		"data":                                 "opaque-" + randomHex(4),
 	}
+	l.rememberDeepLinking(claims)
 }
 
 // Sign signs claims as the platform (RS256, with its kid). header adds or overrides
 // protected header members (tests use it to forge bad tokens); Customize applies first.
+// A deep-linking request's settings are remembered as signed, to check the response.
 func (l *LMS) Sign(claims map[string]any, header map[string]any) (string, error) {
 	h := map[string]any{"kid": l.kid, "typ": "JWT"}
 	maps.Copy(h, header)
 	if l.Customize != nil {
 		l.Customize(claims, h)
 	}
+	l.rememberDeepLinking(claims)
 	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", err

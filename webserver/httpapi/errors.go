@@ -25,6 +25,7 @@ const (
 	CodeNotReady             = "NOT_READY"
 	CodeInternal             = "INTERNAL_SERVER_ERROR"
 	CodeUpstream             = "UPSTREAM_ERROR"
+	CodeUpstreamTimeout      = "UPSTREAM_TIMEOUT"
 )
 
 // Error is an API error: an HTTP status, a stable code and a human description.
@@ -32,6 +33,14 @@ type Error struct {
 	Status      int
 	Code        string
 	Description string
+	// Upstream is set when the error comes from the LMS.
+	Upstream *Upstream
+}
+
+// Upstream describes an LMS failure passed on to the integrator.
+type Upstream struct {
+	Status int    // the LMS's HTTP status (0 when it did not answer)
+	Body   string // its body, truncated
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
@@ -53,6 +62,10 @@ type Envelope struct {
 type EnvelopeDetails struct {
 	Message     string `json:"message"`
 	Description string `json:"description"`
+	// Set on LMS failures: the LMS's status and (truncated) body.
+	ExternalError  bool   `json:"externalError,omitempty"`
+	UpstreamStatus int    `json:"upstreamStatus,omitempty"`
+	UpstreamBody   string `json:"upstreamBody,omitempty"`
 }
 
 // WriteError writes err in the envelope. 401s also carry WWW-Authenticate.
@@ -60,11 +73,11 @@ func WriteError(w http.ResponseWriter, err *Error) {
 	if err.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop"`)
 	}
-	WriteJSON(w, err.Status, Envelope{
-		Status:  err.Status,
-		Error:   http.StatusText(err.Status),
-		Details: EnvelopeDetails{Message: err.Code, Description: err.Description},
-	})
+	details := EnvelopeDetails{Message: err.Code, Description: err.Description}
+	if err.Upstream != nil {
+		details.ExternalError, details.UpstreamStatus, details.UpstreamBody = true, err.Upstream.Status, err.Upstream.Body
+	}
+	WriteJSON(w, err.Status, Envelope{Status: err.Status, Error: http.StatusText(err.Status), Details: details})
 }
 
 // WriteJSON writes v as the JSON response body with the given status.

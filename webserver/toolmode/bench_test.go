@@ -16,6 +16,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -84,7 +85,7 @@ func newRig(b testing.TB) *rig {
 	apiKey.Set(benchAPIKey)
 	rg.tool, err = toolmode.New(toolmode.Options{
 		PublicURL: rg.ltiop.URL, LaunchURL: "https://app.example/launch", DevMode: true, ClockSkew: time.Minute,
-	}, reg, registry.NewPlatformKeys(nil), ring, sessions.NewReplayCache(1<<20), apiKey)
+	}, reg, registry.NewPlatformKeys(nil), ring, sessions.NewReplayCache(1<<20), apiKey, advantage.NewClient(nil))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/lti"
-	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
 // CodeInvalidLtikAuth is the one code of every LTIK authentication failure (service
@@ -26,32 +25,7 @@ func LaunchFrom(ctx context.Context) *Launch {
 // RequireLtik admits requests with "Authorization: LTIK-AUTH-V2 <API_KEY>:<ltik>" or the
 // legacy "LTIK-AUTH-V1 Token=<ltik>, Additional=Bearer <API_KEY>", and puts the launch in
 // the request context.
-func (t *Tool) RequireLtik(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		apiKey, ltik, ok := parseLtikAuth(r.Header.Get("Authorization"))
-		if !ok {
-			httpapi.WriteError(w, invalidLtikAuth("The Authorization header must be LTIK-AUTH-V2 <API_KEY>:<ltik>."))
-			return
-		}
-		if err := t.apiKey.Check(apiKey); err != nil {
-			if err.Status == http.StatusUnauthorized {
-				err = invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired.")
-			}
-			httpapi.WriteError(w, err)
-			return
-		}
-		payload, _, err := t.keyring.Open(sessions.PurposeLTIK, ltik, t.now())
-		var launch *Launch
-		if err == nil {
-			launch, err = decodeLaunch(payload)
-		}
-		if err != nil {
-			httpapi.WriteError(w, invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired."))
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), launchKey{}, launch)))
-	})
-}
+func (t *Tool) RequireLtik(next http.Handler) http.Handler { return t.requireGrant(next, false) }
 
 func invalidLtikAuth(description string) *httpapi.Error {
 	return httpapi.Errorf(http.StatusUnauthorized, CodeInvalidLtikAuth, description)
@@ -101,11 +75,8 @@ func (t *Tool) IDToken(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, claims)
 		return
 	}
-	claims, err := lti.ParseValidatedClaims(launch.Claims)
-	if err != nil {
-		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The launch claims could not be read."))
-		return
-	}
+	g := grantFrom(r.Context())
+	claims := g.claims
 	info := lti.PlatformInfo{ID: launch.PlatformID, URL: launch.Issuer, ClientID: launch.ClientID, Name: launch.PlatformID}
 	if p := t.registry.Get(launch.PlatformID); p != nil {
 		info.Name = p.Spec.Name
@@ -114,5 +85,6 @@ func (t *Tool) IDToken(w http.ResponseWriter, r *http.Request) {
 	if token.Launch != nil && token.Launch.Target == "" {
 		token.Launch.Target = launch.TargetLinkURI
 	}
+	token.Services.ServiceKey = launch.ServiceKey // sealed at launch when NRPS or AGS is available
 	httpapi.WriteJSON(w, http.StatusOK, token)
 }

@@ -25,13 +25,16 @@ import (
 // opening an ltik never scans the ~4 KB of claims twice.
 type Launch struct {
 	PlatformID   string `json:"p"`
+	PlatformUID  string `json:"u"` // a re-created registration does not inherit launches
 	Issuer       string `json:"i"`
 	ClientID     string `json:"c"`
 	DeploymentID string `json:"d"`
 	MessageType  string `json:"m"`
 	// TargetLinkURI is the login's, for deep-linking launches whose token has none (§12.3).
-	TargetLinkURI string          `json:"l,omitempty"`
-	Claims        json.RawMessage `json:"-"`
+	TargetLinkURI string `json:"l,omitempty"`
+	// ServiceKey is made once at launch, so every /api/idtoken call returns the same one.
+	ServiceKey string          `json:"k,omitempty"`
+	Claims     json.RawMessage `json:"-"`
 }
 
 func encodeLaunch(l Launch) []byte {
@@ -144,11 +147,18 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, herr)
 		return
 	}
-	launch := encodeLaunch(Launch{
-		PlatformID: p.ID, Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
+	record := Launch{
+		PlatformID: p.ID, PlatformUID: string(p.UID), Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
 		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
 		TargetLinkURI: st.TargetLinkURI,
-	})
+	}
+	if g := grantFromClaims(record.PlatformUID, &record, claims); g.hasServices() {
+		if record.ServiceKey, err = t.serviceKey(g); err != nil {
+			t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+			return
+		}
+	}
+	launch := encodeLaunch(record)
 	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, launch, ltikTTL)
 	if err != nil {
 		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))

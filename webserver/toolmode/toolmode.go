@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -50,6 +51,7 @@ type Tool struct {
 	keyring   *sessions.Keyring
 	replay    *sessions.ReplayCache
 	apiKey    *httpapi.APIKey
+	services  *advantage.Client
 	now       func() time.Time
 	// formAction is the CSP form-action source list of the pages: ltiop and the
 	// integrator pages a form post may end on.
@@ -58,7 +60,7 @@ type Tool struct {
 
 // New returns the tool-mode handlers.
 func New(opts Options, reg *registry.Registry, keys *registry.PlatformKeys, keyring *sessions.Keyring,
-	replay *sessions.ReplayCache, apiKey *httpapi.APIKey) (*Tool, error) {
+	replay *sessions.ReplayCache, apiKey *httpapi.APIKey, services *advantage.Client) (*Tool, error) {
 	u, err := url.Parse(opts.PublicURL)
 	if err != nil {
 		return nil, err
@@ -70,7 +72,7 @@ func New(opts Options, reg *registry.Registry, keys *registry.PlatformKeys, keyr
 		}
 	}
 	return &Tool{opts: opts, publicURL: u, registry: reg, keys: keys, keyring: keyring,
-		replay: replay, apiKey: apiKey, now: time.Now, formAction: strings.Join(formAction, " ")}, nil
+		replay: replay, apiKey: apiKey, services: services, now: time.Now, formAction: strings.Join(formAction, " ")}, nil
 }
 
 // secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).

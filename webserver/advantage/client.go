@@ -1,0 +1,259 @@
+package advantage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ltiop/ltiop/internal/version"
+)
+
+// Limits of outbound calls.
+const (
+	// DefaultTimeout bounds every outbound exchange (token request, service call) when the
+	// HTTP client has no Timeout of its own.
+	DefaultTimeout = 10 * time.Second
+
+	maxTokenBody   = 64 << 10 // token endpoint response
+	maxAGSBody     = 2 << 20  // line items, results
+	maxNRPSBody    = 16 << 20 // one membership page
+	maxErrorBody   = 2 << 10  // what an UpstreamError keeps of a failed response
+	maxRedirects   = 5
+	drainOnDiscard = 64 << 10 // read this much of a discarded body so the connection can be reused
+)
+
+// ErrForeignURL means a paging link, an item id or a redirect points away from the host
+// the caller expected. The token would have been sent there; nothing was (T-NRPS-03).
+var ErrForeignURL = errors.New("URL is not on the expected LMS host")
+
+// ErrScopeNotGranted means the launch, or the platform's token endpoint, did not grant the
+// scope the call needs (T-AGS-02, T-CC-08). No request was sent to the service.
+var ErrScopeNotGranted = errors.New("scope not granted")
+
+// UpstreamError is an LMS failure: a non-2xx answer (Status, and Body truncated to 2 KiB),
+// no answer in time (Timeout), no answer at all (Status 0, Err), or an answer ltiop cannot
+// use (Status with Err). The token endpoint's RFC 6749 error is one too, with Code set.
+type UpstreamError struct {
+	Op      string // what was being done: "token", "memberships", "lineitems", "score", …
+	Status  int    // the LMS's HTTP status; 0 when it did not answer
+	Body    string // the start of the LMS's response body (at most 2 KiB), for diagnostics
+	Timeout bool   // the LMS did not answer in time
+	Code    string // the token endpoint's RFC 6749 "error" (invalid_scope, invalid_client, …)
+	Err     error  // the underlying cause, when there is one
+}
+
+func (e *UpstreamError) Error() string {
+	var b strings.Builder
+	b.WriteString("advantage: ")
+	b.WriteString(e.Op)
+	switch {
+	case e.Timeout:
+		b.WriteString(": the LMS did not answer in time")
+	case e.Status != 0:
+		b.WriteString(": the LMS answered HTTP ")
+		b.WriteString(strconv.Itoa(e.Status))
+		if e.Code != "" {
+			b.WriteString(" (")
+			b.WriteString(e.Code)
+			b.WriteString(")")
+		}
+	default:
+		b.WriteString(": the LMS could not be reached")
+	}
+	if e.Err != nil && !e.Timeout {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// Client calls LMS services on behalf of any number of registrations. It is safe for
+// concurrent use; make one and share it.
+type Client struct {
+	hc      *http.Client
+	timeout time.Duration
+	now     func() time.Time
+
+	seed    maphash.Seed
+	mu      sync.RWMutex
+	tokens  map[uint64]*tokenEntry // by keyHash; collisions chain through tokenEntry.next
+	ntokens int
+
+	stamps stamper
+}
+
+// NewClient returns a Client sending requests with httpClient. A nil httpClient means one
+// with a 10 s overall timeout, the default transport (TLS verified, proxies from the
+// environment), redirects only within the original host, and User-Agent:
+// version.UserAgent() on every request. Every call also gets a context timeout: the
+// client's Timeout when set, else DefaultTimeout.
+func NewClient(httpClient *http.Client) *Client {
+	if httpClient == nil {
+		httpClient = &http.Client{
+			Timeout:       DefaultTimeout,
+			Transport:     &userAgentTransport{base: http.DefaultTransport.(*http.Transport).Clone(), ua: version.UserAgent()},
+			CheckRedirect: sameHostRedirects,
+		}
+	}
+	timeout := DefaultTimeout
+	if httpClient.Timeout > 0 {
+		timeout = httpClient.Timeout
+	}
+	return &Client{
+		hc:      httpClient,
+		timeout: timeout,
+		now:     time.Now,
+		seed:    maphash.MakeSeed(),
+		tokens:  map[uint64]*tokenEntry{},
+		stamps:  stamper{last: map[string]int64{}},
+	}
+}
+
+// userAgentTransport sets ltiop's User-Agent on every request.
+type userAgentTransport struct {
+	base http.RoundTripper
+	ua   string
+}
+
+func (t *userAgentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("User-Agent") != t.ua {
+		r = r.Clone(r.Context()) // a RoundTripper must not modify the caller's request
+		r.Header.Set("User-Agent", t.ua)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// sameHostRedirects follows at most maxRedirects redirects, all on the original host:
+// a redirect elsewhere would carry the token (or, for 307/308, the client assertion) there.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if !SameHost(via[0].URL.String(), req.URL.String()) {
+		return fmt.Errorf("redirect to %s: %w", req.URL.Host, ErrForeignURL)
+	}
+	return nil
+}
+
+// Do sends the request build makes, with "Authorization: Bearer <token>" for scopes, and
+// returns the response when its status is 2xx (the caller closes its body). On 401 it
+// drops that token from the cache and tries once more with a fresh one (T-CC-09); any
+// other non-2xx answer, and a second 401, is an *UpstreamError. build is called once per
+// attempt with a context bounded by the client's timeout, and must use it; the request it
+// builds must go to a URL the caller trusts with the token.
+func (c *Client) Do(ctx context.Context, cred Credentials, scopes []string, build func(ctx context.Context) (*http.Request, error)) (*http.Response, error) {
+	return c.do(ctx, cred, "request", scopes, nil, build)
+}
+
+// do is Do with the operation's name for errors and, when need is not empty, the scopes
+// (any one of them) the token must have been granted.
+func (c *Client) do(ctx context.Context, cred Credentials, op string, scopes, need []string, build func(ctx context.Context) (*http.Request, error)) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		tok, entry, err := c.token(ctx, cred, scopes)
+		if err != nil {
+			return nil, err
+		}
+		if len(need) > 0 && !grantedAny(tok.granted, need) {
+			return nil, fmt.Errorf("advantage: %s: the platform's token does not carry %s: %w", op, strings.Join(need, " or "), ErrScopeNotGranted)
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.timeout)
+		req, err := build(rctx)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("advantage: %s: %w", op, err)
+		}
+		if req.Context() != rctx {
+			req = req.WithContext(rctx)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok.value)
+		if req.Header.Get("User-Agent") == "" {
+			req.Header.Set("User-Agent", version.UserAgent())
+		}
+		res, err := c.hc.Do(req)
+		if err != nil {
+			cancel()
+			return nil, transportError(op, err)
+		}
+		if res.StatusCode == http.StatusUnauthorized && attempt == 0 {
+			discard(res.Body)
+			cancel()
+			entry.cur.CompareAndSwap(tok, nil) // revoked or expired early: fetch a fresh one
+			continue
+		}
+		if res.StatusCode < 200 || res.StatusCode > 299 {
+			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+			discard(res.Body)
+			cancel()
+			return nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: truncate(body)}
+		}
+		res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
+		return res, nil
+	}
+}
+
+// cancelOnClose releases the request's timeout context when the body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+func discard(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, drainOnDiscard)
+	_ = body.Close()
+}
+
+// readBody reads at most limit bytes of a 2xx response; more is an UpstreamError.
+func readBody(op string, res *http.Response, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		return nil, transportError(op, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, &UpstreamError{Op: op, Status: res.StatusCode, Err: fmt.Errorf("response larger than %d bytes", limit)}
+	}
+	return body, nil
+}
+
+// transportError classifies a failed exchange: the caller giving up is its own error;
+// a redirect away from the host is ErrForeignURL; everything else is the LMS's failure,
+// a timeout when a deadline passed.
+func transportError(op string, err error) error {
+	if errors.Is(err, ErrForeignURL) {
+		return fmt.Errorf("advantage: %s: %w", op, err)
+	}
+	var ne net.Error
+	timeout := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+	if !timeout && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("advantage: %s: %w", op, err)
+	}
+	return &UpstreamError{Op: op, Timeout: timeout, Err: err}
+}
+
+// badResponse is an UpstreamError for a 2xx answer ltiop cannot use.
+func badResponse(op string, res *http.Response, body []byte, err error) error {
+	return &UpstreamError{Op: op, Status: res.StatusCode, Body: truncate(body), Err: err}
+}
+
+// truncate keeps the first maxErrorBody bytes of a body, as valid UTF-8.
+func truncate(body []byte) string {
+	if len(body) > maxErrorBody {
+		body = body[:maxErrorBody]
+	}
+	return strings.ToValidUTF8(string(body), "")
+}

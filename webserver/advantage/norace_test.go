@@ -1,0 +1,5 @@
+//go:build !race
+
+package advantage
+
+const raceEnabled = false

@@ -1,0 +1,227 @@
+package toolmode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ltiop/ltiop/webserver/advantage"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/lti"
+	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
+// Codes of the service endpoints.
+const (
+	CodeInvalidServiceAuth  = "INVALID_SERVICE_AUTH_AUTHORIZATION_HEADER"
+	CodeServiceNotAvailable = "SERVICE_NOT_AVAILABLE_FOR_CONTEXT"
+)
+
+// serviceKeyTTL: a service key has no expiry of its own; it opens while the sealing key
+// that made it is kept (keys retire after rotation).
+const serviceKeyTTL = 10 * 365 * 24 * time.Hour
+
+// grant is what the services of one launch may reach: sealed as the serviceKey, or
+// derived from an ltik's claims. It binds the registration, deployment and context.
+type grant struct {
+	PlatformID     string   `json:"p"`
+	PlatformUID    string   `json:"u"`
+	DeploymentID   string   `json:"d"`
+	ContextID      string   `json:"c,omitempty"`
+	MembershipsURL string   `json:"m,omitempty"`
+	LineItemsURL   string   `json:"i,omitempty"`
+	LineItemURL    string   `json:"l,omitempty"`
+	AGSScopes      []string `json:"s,omitempty"`
+	// From an ltik only (never sealed in a service key): the launch itself.
+	launch *Launch
+	claims *lti.Claims
+}
+
+func grantFromClaims(platformUID string, l *Launch, c *lti.Claims) *grant {
+	g := &grant{PlatformID: l.PlatformID, PlatformUID: platformUID, DeploymentID: l.DeploymentID, launch: l, claims: c}
+	if c.Context != nil {
+		g.ContextID = c.Context.ID
+	}
+	if c.NRPS != nil {
+		g.MembershipsURL = c.NRPS.ContextMembershipsURL
+	}
+	if c.AGS != nil {
+		g.LineItemsURL, g.LineItemURL, g.AGSScopes = c.AGS.LineItems, c.AGS.LineItem, c.AGS.Scope
+	}
+	return g
+}
+
+// hasServices: a service key is issued only when NRPS or AGS is available.
+func (g *grant) hasServices() bool {
+	return g.MembershipsURL != "" || g.LineItemsURL != "" || g.LineItemURL != ""
+}
+
+type grantKey struct{}
+
+func grantFrom(ctx context.Context) *grant {
+	g, _ := ctx.Value(grantKey{}).(*grant)
+	return g
+}
+
+// RequireService admits LTIK-AUTH-V2 (and V1) or SERVICE-AUTH-V1 <API_KEY>:<serviceKey>,
+// and refuses everything else, Bearer included. The registration must still exist, be the
+// one the launch came from, and be active.
+func (t *Tool) RequireService(next http.Handler) http.Handler {
+	return t.requireGrant(next, true)
+}
+
+// RequireLaunch admits LTIK-AUTH only: the endpoint needs the launch itself.
+func (t *Tool) RequireLaunch(next http.Handler) http.Handler {
+	return t.requireGrant(next, false)
+}
+
+func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		scheme, rest, _ := strings.Cut(strings.TrimSpace(h), " ")
+		var g *grant
+		var herr *httpapi.Error
+		switch {
+		case strings.EqualFold(scheme, "SERVICE-AUTH-V1") && allowServiceKey:
+			g, herr = t.openServiceKey(strings.TrimSpace(rest))
+		case strings.EqualFold(scheme, "LTIK-AUTH-V2"), strings.EqualFold(scheme, "LTIK-AUTH-V1"):
+			g, herr = t.openLtik(h)
+		case allowServiceKey:
+			herr = httpapi.Errorf(http.StatusUnauthorized, httpapi.CodeInvalidAuthScheme,
+				"This endpoint accepts LTIK-AUTH-V2 <API_KEY>:<ltik> or SERVICE-AUTH-V1 <API_KEY>:<serviceKey>.")
+		default:
+			herr = invalidLtikAuth("The Authorization header must be LTIK-AUTH-V2 <API_KEY>:<ltik>.")
+		}
+		if herr != nil {
+			httpapi.WriteError(w, herr)
+			return
+		}
+		p := t.registry.Get(g.PlatformID)
+		if p == nil || string(p.UID) != g.PlatformUID || !p.Spec.IsActive() || p.Key == nil {
+			httpapi.WriteError(w, httpapi.Errorf(http.StatusUnauthorized, CodeUnregistered,
+				"The platform of this launch is no longer registered or is inactive."))
+			return
+		}
+		ctx := context.WithValue(r.Context(), grantKey{}, g)
+		if g.launch != nil {
+			ctx = context.WithValue(ctx, launchKey{}, g.launch)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// openLtik authenticates an LTIK header and derives the launch's grant.
+func (t *Tool) openLtik(header string) (*grant, *httpapi.Error) {
+	apiKey, ltik, ok := parseLtikAuth(header)
+	if !ok {
+		return nil, invalidLtikAuth("The Authorization header must be LTIK-AUTH-V2 <API_KEY>:<ltik>.")
+	}
+	if err := t.apiKey.Check(apiKey); err != nil {
+		if err.Status == http.StatusUnauthorized {
+			err = invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired.")
+		}
+		return nil, err
+	}
+	payload, _, err := t.keyring.Open(sessions.PurposeLTIK, ltik, t.now())
+	var launch *Launch
+	if err == nil {
+		launch, err = decodeLaunch(payload)
+	}
+	var claims *lti.Claims
+	if err == nil {
+		claims, err = lti.ParseValidatedClaims(launch.Claims)
+	}
+	if err != nil {
+		return nil, invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired.")
+	}
+	return grantFromClaims(launch.PlatformUID, launch, claims), nil
+}
+
+func (t *Tool) openServiceKey(credential string) (*grant, *httpapi.Error) {
+	fail := httpapi.Errorf(http.StatusUnauthorized, CodeInvalidServiceAuth, "The API key or the service key is invalid.")
+	i := strings.LastIndexByte(credential, ':')
+	if i <= 0 || i == len(credential)-1 {
+		return nil, fail
+	}
+	if err := t.apiKey.Check(credential[:i]); err != nil {
+		if err.Status == http.StatusUnauthorized {
+			return nil, fail
+		}
+		return nil, err
+	}
+	payload, _, err := t.keyring.Open(sessions.PurposeServiceKey, credential[i+1:], t.now())
+	var g grant
+	if err == nil {
+		err = json.Unmarshal(payload, &g)
+	}
+	if err != nil || g.PlatformID == "" {
+		return nil, fail
+	}
+	return &g, nil
+}
+
+// serviceKey seals the grant of a launch for background use.
+func (t *Tool) serviceKey(g *grant) (string, error) {
+	b, err := json.Marshal(g)
+	if err != nil {
+		return "", err
+	}
+	return t.keyring.Seal(sessions.PurposeServiceKey, b, serviceKeyTTL)
+}
+
+// credentials are the tool's client credentials toward the grant's platform.
+func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform) {
+	p := t.registry.Get(g.PlatformID)
+	var urls []string
+	for _, u := range []string{g.LineItemsURL, g.LineItemURL, g.MembershipsURL} {
+		if u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return advantage.Credentials{
+		PlatformID:   p.ID,
+		ClientID:     p.Spec.ClientID,
+		TokenURL:     string(p.Spec.AccesstokenEndpoint),
+		Audience:     p.Spec.TokenAudience(),
+		DeploymentID: g.DeploymentID,
+		KID:          p.Key.KID,
+		Key:          p.Key.Private,
+		// The client refuses scopes the launch did not grant (T-AGS-02) and item ids off
+		// the launch's service hosts: the token goes nowhere else.
+		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != ""),
+		ServiceURLs:  urls,
+	}, p
+}
+
+func notAvailable(description string) *httpapi.Error {
+	return httpapi.Errorf(http.StatusForbidden, CodeServiceNotAvailable, description)
+}
+
+// upstreamError turns a failed LMS call into the envelope (issue: details.externalError).
+func upstreamError(err error) *httpapi.Error {
+	var up *advantage.UpstreamError
+	switch {
+	case errors.Is(err, advantage.ErrForeignURL):
+		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters,
+			"The URL is not on the platform's service host; only URLs the platform gave can be used.")
+	case errors.Is(err, advantage.ErrScopeNotGranted):
+		return notAvailable("The platform did not grant the scope this needs.")
+	case errors.As(err, &up) && up.Timeout:
+		return &httpapi.Error{Status: http.StatusGatewayTimeout, Code: httpapi.CodeUpstreamTimeout,
+			Description: "The platform did not answer in time.", Upstream: &httpapi.Upstream{}}
+	case errors.As(err, &up):
+		status := up.Status
+		if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusForbidden {
+			status = http.StatusBadGateway // the integrator's own credentials were fine
+		}
+		return &httpapi.Error{Status: status, Code: httpapi.CodeUpstream,
+			Description: "The platform refused the request.", Upstream: &httpapi.Upstream{Status: up.Status, Body: up.Body}}
+	default:
+		return &httpapi.Error{Status: http.StatusBadGateway, Code: httpapi.CodeUpstream,
+			Description: "The platform could not be reached.", Upstream: &httpapi.Upstream{}}
+	}
+}
