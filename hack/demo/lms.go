@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,7 @@ func startDemoLMS(listen, ltiopURL, apiKey string) (*demoLMS, error) {
 		return nil, err
 	}
 	sim.ToolLoginURL, sim.ToolRedirectURI = ltiopURL+"/lti/login", ltiopURL+"/lti/launch"
+	sim.EnableServices(ltiopURL + "/lti/keys") // rosters, grades and deep linking, verified with ltiop's keys
 	d := &demoLMS{sim: sim, base: base, ltiop: ltiopURL, apiKey: apiKey}
 	mux := http.NewServeMux()
 	mux.Handle("/", sim.Handler())
@@ -68,8 +70,8 @@ func (d *demoLMS) register(ctx context.Context, k8s client.Client, cfg *config.C
 	})
 }
 
-// launchOnce performs a real launch as a browser would and returns the /api/idtoken answer.
-func (d *demoLMS) launchOnce(ctx context.Context) ([]byte, error) {
+// launchOnce performs a real launch as a browser would and returns its ltik.
+func (d *demoLMS) launchOnce(ctx context.Context) (string, error) {
 	jar, _ := cookiejar.New(nil)
 	var ltik string
 	c := &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
@@ -84,7 +86,7 @@ func (d *demoLMS) launchOnce(ctx context.Context) ([]byte, error) {
 	for i := 0; ; i++ {
 		res, err := c.Get(d.base + lmssim.StartPath + "?user=demo-teacher")
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
@@ -93,47 +95,80 @@ func (d *demoLMS) launchOnce(ctx context.Context) ([]byte, error) {
 			break
 		}
 		if i == 100 {
-			return nil, fmt.Errorf("login failed: %s", b)
+			return "", fmt.Errorf("login failed: %s", b)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	action, form, ok := lmssim.ParseAutoSubmit(page)
 	if !ok {
-		return nil, errors.New("the LMS answered without a form")
+		return "", errors.New("the LMS answered without a form")
 	}
 	res, err := c.PostForm(action, form)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	if ltik == "" {
-		return nil, fmt.Errorf("launch failed (HTTP %d): %s", res.StatusCode, body)
+		return "", fmt.Errorf("launch failed (HTTP %d): %s", res.StatusCode, body)
 	}
-	return d.idToken(ctx, ltik)
+	return ltik, nil
 }
 
 func (d *demoLMS) idToken(ctx context.Context, ltik string) ([]byte, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.ltiop+"/api/idtoken", nil)
+	return d.api(ctx, ltik, http.MethodGet, "/api/idtoken", nil, http.StatusOK)
+}
+
+// api calls ltiop's integrator API with the launch's ltik and returns indented JSON.
+func (d *demoLMS) api(ctx context.Context, ltik, method, path string, payload any, want int) ([]byte, error) {
+	var rd io.Reader
+	if payload != nil {
+		b, _ := json.Marshal(payload)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, d.ltiop+path, rd)
 	req.Header.Set("Authorization", "LTIK-AUTH-V2 "+d.apiKey+":"+ltik)
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/api/idtoken: HTTP %d: %s", res.StatusCode, body)
+	if res.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, path, res.StatusCode, body)
+	}
+	if len(body) == 0 {
+		return nil, nil
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, body, "", "  "); err != nil {
 		return body, nil
 	}
 	return pretty.Bytes(), nil
+}
+
+// services shows what the launch's services give: a roster page, a grade posted to the
+// launch's line item, and that line item's results.
+func (d *demoLMS) services(ctx context.Context, ltik string) (roster, results []byte, err error) {
+	if roster, err = d.api(ctx, ltik, http.MethodGet, "/api/memberships?limit=3", nil, http.StatusOK); err != nil {
+		return nil, nil, err
+	}
+	lineItem := d.base + lmssim.LineItemsPath + "/1/lineitem?" + lmssim.TypeIDQuery
+	scores := "/api/lineitems/" + url.PathEscape(lineItem) + "/scores"
+	score := map[string]any{"userId": "demo-teacher", "scoreGiven": 87, "scoreMaximum": 100,
+		"activityProgress": "Completed", "gradingProgress": "FullyGraded", "comment": "Posted by the ltiop demo"}
+	if _, err = d.api(ctx, ltik, http.MethodPost, scores, score, http.StatusNoContent); err != nil {
+		return nil, nil, err
+	}
+	results, err = d.api(ctx, ltik, http.MethodGet, scores+"?userId=demo-teacher", nil, http.StatusOK)
+	return roster, results, err
 }
 
 var appPage = template.Must(template.New("app").Parse(`<!doctype html>

@@ -125,11 +125,21 @@ func run() error {
 		return err
 	}
 
-	token, err := lms.launchOnce(ctx)
+	ltik, err := lms.launchOnce(ctx)
 	if err != nil {
 		return fmt.Errorf("the demo launch failed: %w", err)
 	}
+	token, err := lms.idToken(ctx, ltik)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("\nA launch from the LMS simulator went through ltiop; GET /api/idtoken answered:\n\n%s\n", token)
+	roster, results, err := lms.services(ctx, ltik)
+	if err != nil {
+		return fmt.Errorf("the demo's service calls failed: %w", err)
+	}
+	fmt.Printf("\nGET /api/memberships?limit=3 (the course roster, through NRPS):\n\n%s\n", roster)
+	fmt.Printf("\nA grade of 87/100 was posted with POST /api/lineitems/{id}/scores; the line item's results now read:\n\n%s\n", results)
 
 	envFile := filepath.Join(root, "tmp", "demo.env")
 	if err := writeEnvFile(envFile, kubeconfig, cfg.PublicURL, apiKey); err != nil {

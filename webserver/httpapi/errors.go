@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 )
@@ -82,7 +83,13 @@ func WriteError(w http.ResponseWriter, err *Error) {
 
 // WriteJSON writes v as the JSON response body with the given status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	// URLs are common in these bodies: keep "&" as it is rather than "\u0026". The body is
+	// JSON with nosniff, never HTML, so HTML escaping buys nothing.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"status":500,"error":"Internal Server Error","details":{"message":"INTERNAL_SERVER_ERROR","description":"The response could not be encoded."}}`)
