@@ -146,7 +146,8 @@ func BenchmarkLoginLaunchRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(rg.server.Load())/float64(b.N)/1e3, "server-µs/op")
 }
 
-// BenchmarkIDToken: GET /api/idtoken, from the Authorization header to the JSON body.
+// BenchmarkIDToken: GET /api/idtoken, from the Authorization header to the JSON body, for
+// an ltik already opened on this replica (the common case: one launch, several calls).
 func BenchmarkIDToken(b *testing.B) {
 	rg := newRig(b)
 	ltik := rg.launch(b, benchClient())
@@ -156,6 +157,26 @@ func BenchmarkIDToken(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatal(w.Body.String())
+		}
+	}
+}
+
+// BenchmarkIDTokenCold: GET /api/idtoken for an ltik this replica has not opened yet
+// (decrypt, inflate and parse the claims on every call).
+func BenchmarkIDTokenCold(b *testing.B) {
+	rg := newRig(b)
+	ltik := rg.launch(b, benchClient())
+	h := rg.tool.RequireLtik(http.HandlerFunc(rg.tool.IDToken))
+	req := httptest.NewRequest("GET", "/api/idtoken", nil)
+	req.Header.Set("Authorization", "LTIK-AUTH-V2 "+benchAPIKey+":"+ltik)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		toolmode.ForgetOpenedLtiks(rg.tool)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		if w.Code != http.StatusOK {

@@ -126,10 +126,14 @@ func (t *Tool) openLtik(header string) (*grant, *httpapi.Error) {
 		}
 		return nil, err
 	}
-	payload, _, err := t.keyring.Open(sessions.PurposeLTIK, ltik, t.now())
+	now := t.now()
+	if launch, claims, ok := t.ltiks.get(ltik, now); ok {
+		return grantFromClaims(launch.PlatformUID, launch, claims), nil
+	}
+	opened, err := t.keyring.OpenToken(sessions.PurposeLTIK, ltik, now)
 	var launch *Launch
 	if err == nil {
-		launch, err = decodeLaunch(payload)
+		launch, err = decodeLaunch(opened.Payload)
 	}
 	var claims *lti.Claims
 	if err == nil {
@@ -138,6 +142,7 @@ func (t *Tool) openLtik(header string) (*grant, *httpapi.Error) {
 	if err != nil {
 		return nil, invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired.")
 	}
+	t.ltiks.put(ltik, launch, claims, opened.Expires)
 	return grantFromClaims(launch.PlatformUID, launch, claims), nil
 }
 

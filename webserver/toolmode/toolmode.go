@@ -52,6 +52,7 @@ type Tool struct {
 	replay    *sessions.ReplayCache
 	apiKey    *httpapi.APIKey
 	services  *advantage.Client
+	ltiks     *ltikCache
 	now       func() time.Time
 	// formAction is the CSP form-action source list of the pages: ltiop and the
 	// integrator pages a form post may end on.
@@ -72,7 +73,7 @@ func New(opts Options, reg *registry.Registry, keys *registry.PlatformKeys, keyr
 		}
 	}
 	return &Tool{opts: opts, publicURL: u, registry: reg, keys: keys, keyring: keyring,
-		replay: replay, apiKey: apiKey, services: services, now: time.Now, formAction: strings.Join(formAction, " ")}, nil
+		replay: replay, apiKey: apiKey, services: services, ltiks: newLtikCache(), now: time.Now, formAction: strings.Join(formAction, " ")}, nil
 }
 
 // secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).
