@@ -3,7 +3,6 @@ package webserver_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"html/template"
 	"net"
 	"net/http"
@@ -16,13 +15,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/app"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/lmssim"
 )
@@ -78,11 +73,9 @@ var _ = Describe("Platform storage in a real browser", Ordered, func() {
 		// third party in the LMS page and its (Lax, dev-mode) cookie is not sent.
 		lmsSrv := httptest.NewServer(nil)
 		DeferCleanup(lmsSrv.Close)
-		port := freePort()
-		toolOrigin := fmt.Sprintf("http://localhost:%d", port)
+		toolOrigin := "" // known once the instance is started, below
 		lms, err := lmssim.New(lmsSrv.URL, "browser-client", "browser-deployment")
 		Expect(err).NotTo(HaveOccurred())
-		lms.ToolLoginURL, lms.ToolRedirectURI = toolOrigin+"/lti/login", toolOrigin+"/lti/launch"
 
 		var mu sync.Mutex
 		seen := map[string]bool{}
@@ -113,22 +106,10 @@ var _ = Describe("Platform storage in a real browser", Ordered, func() {
 		})
 
 		// A second ltiop, in dev mode, in its own namespace.
-		ns := "ltiop-browser"
-		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ltiop-api-key"},
-			StringData: map[string]string{"apiKey": apiKey}})).To(Succeed())
-		cfg := config.Default()
-		cfg.Namespace, cfg.PublicURL, cfg.DevMode = ns, toolOrigin, true
-		cfg.Listen, cfg.MetricsListen = fmt.Sprintf("127.0.0.1:%d", port), "0"
-		cfg.LaunchURL = lmsSrv.URL + "/app/launch"
-		Expect(cfg.Validate()).To(Succeed())
-		second, err := app.New(ctx, &cfg, restCfg, func(o *ctrl.Options) {
-			o.Controller.SkipNameValidation = ptr.To(true) // the suite's ltiop has the same controllers
-		})
-		Expect(err).NotTo(HaveOccurred())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = second.Start(ctx) }()
-		DeferCleanup(func() { cancel(); <-done })
+		second := startDevInstance("ltiop-browser", func(c *config.Config) { c.LaunchURL = lmsSrv.URL + "/app/launch" })
+		ns := second.Namespace
+		toolOrigin = second.URL
+		lms.ToolLoginURL, lms.ToolRedirectURI = toolOrigin+"/lti/login", toolOrigin+"/lti/launch"
 
 		Expect(k8s.Create(ctx, &ltiv1.PlatformRegistration{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "browser-lms"},
@@ -139,14 +120,6 @@ var _ = Describe("Platform storage in a real browser", Ordered, func() {
 				AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: lms.Issuer + lmssim.JWKSPath},
 			},
 		})).To(Succeed())
-		Eventually(func() int {
-			res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-			if err != nil {
-				return 0
-			}
-			res.Body.Close()
-			return res.StatusCode
-		}).Should(Equal(200))
 		Eventually(func() bool {
 			p := second.Registry.Get("browser-lms")
 			return p != nil && p.Ready && p.Key != nil
@@ -176,7 +149,7 @@ var _ = Describe("Platform storage in a real browser", Ordered, func() {
 		Expect(seen).To(HaveKey("get_data"), "the launch read it back before handing over")
 		mu.Unlock()
 
-		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/api/idtoken", port), nil)
+		req, _ := http.NewRequest("GET", second.Local+"/api/idtoken", nil)
 		req.Header.Set("Authorization", "LTIK-AUTH-V2 "+apiKey+":"+ltik)
 		res, err := http.DefaultClient.Do(req)
 		Expect(err).NotTo(HaveOccurred())

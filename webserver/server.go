@@ -18,6 +18,7 @@ import (
 
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
@@ -65,6 +66,8 @@ type Deps struct {
 	Writer client.Client
 	// Tool serves the tool-mode launch endpoints and the launch-based API.
 	Tool *toolmode.Tool
+	// Onboarding serves dynamic registration and the manual setup helpers.
+	Onboarding *onboarding.Onboarding
 	// Ready reports other readiness conditions than the registry's (e.g. sealing keys
 	// loaded): a non-empty answer names what is still missing.
 	Ready func() string
@@ -100,6 +103,10 @@ func New(opts Options, d Deps) *Server {
 		{"POST", "/api/deeplinking/form", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingForm))},
 		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
 		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
+		{"GET", "/lti/register", http.HandlerFunc(d.Onboarding.Register)},
+		{"GET", "/register/canvas", http.HandlerFunc(d.Onboarding.CanvasConfiguration)},
+		{"GET", "/api/registrations/{id}", bearer(d.Onboarding.Get)},
+		{"POST", "/api/registrations/{id}/complete", bearer(d.Onboarding.Complete)},
 	}
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		s.routes = append(s.routes,

@@ -122,6 +122,11 @@ var bearer = map[string]string{"Authorization": "Bearer " + apiKey}
 // call makes a real HTTP request over loopback. body may be nil, a string (sent as is)
 // or a value (sent as JSON).
 func call(method, path string, body any, headers map[string]string) response {
+	return callAt(baseURL, method, path, body, headers)
+}
+
+// callAt is call against another ltiop instance.
+func callAt(base, method, path string, body any, headers map[string]string) response {
 	var rd io.Reader
 	contentType := ""
 	switch b := body.(type) {
@@ -133,7 +138,7 @@ func call(method, path string, body any, headers map[string]string) response {
 		ExpectWithOffset(1, err).NotTo(HaveOccurred())
 		rd, contentType = bytes.NewReader(raw), "application/json"
 	}
-	req, err := http.NewRequest(method, baseURL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)

@@ -143,6 +143,13 @@ type PlatformRegistrationStatus struct {
 	// JWKSURL is the public key set URL to configure in the LMS.
 	// +optional
 	JWKSURL string `json:"jwksUrl,omitempty"`
+
+	// DeploymentIDs are the deployments the platform named at dynamic registration or that
+	// launches came from: learnt, not an allow-list (that is spec.deploymentIds).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	DeploymentIDs []string `json:"deploymentIds,omitempty"`
 }
 
 // PlatformRegistration is one LMS registration this tool trusts.

@@ -71,6 +71,8 @@ func run() error {
 			"LTIOP_NAMESPACE": namespace, "LTIOP_PUBLIC_URL": publicURL, "LTIOP_LISTEN": listen,
 			"LTIOP_METRICS_LISTEN": "0", "LTIOP_DEV_MODE": "true",
 			"LTIOP_LAUNCH_URL": lms.launchURL(), "LTIOP_DEEP_LINKING_URL": lms.launchURL(),
+			// LMS simulators on this machine may register dynamically.
+			"LTIOP_OUTBOUND_ALLOW_LOOPBACK": "true",
 		}[name]
 	})
 	if err != nil {

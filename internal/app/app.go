@@ -20,9 +20,12 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/advantage"
+	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 	"github.com/ltiop/ltiop/webserver/toolmode"
@@ -149,9 +152,21 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if _, err := keyring.Attach(ctx, mgr.GetCache(), cfg.Namespace, cfg.ServiceSecret); err != nil {
 		return nil, err
 	}
+	allowed, err := outbound.ParsePrefixes(cfg.OutboundAllowCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	onboard := onboarding.New(onboarding.Options{
+		Tool: dynreg.ToolConfig{
+			PublicURL: cfg.PublicURL, Name: cfg.ToolName, Description: cfg.ToolDescription, LogoURL: cfg.ToolLogoURL,
+			DeepLinking: cfg.DeepLinkingURL != "", CanvasPrivacyLevel: cfg.CanvasPrivacyLevel,
+		},
+		Namespace: cfg.Namespace, AutoActivate: cfg.RegistrationAutoActivate, PreApprovalURL: cfg.PreApprovalURL,
+		Outbound: outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.OutboundAllowLoopback, AllowPrefixes: allowed},
+	}, reg, mgr.GetClient(), keyring)
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
-		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
+		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, LearnDeployment: onboard.RecordDeployment,
 	}, reg, registry.NewPlatformKeys(nil), keyring, sessions.NewReplayCache(replayCacheSize), apiKey, advantage.NewClient(nil))
 	if err != nil {
 		return nil, err
@@ -165,7 +180,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		KeyWait:         cfg.KeyWait.Duration,
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
 	}, webserver.Deps{
-		Registry: reg, APIKey: apiKey, Writer: mgr.GetClient(), Tool: tool,
+		Registry: reg, APIKey: apiKey, Writer: mgr.GetClient(), Tool: tool, Onboarding: onboard,
 		Ready: func() string {
 			if !keyring.Ready() {
 				return "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -47,6 +48,19 @@ type Config struct {
 	ServiceSecret string `json:"serviceSecret"`
 	// ShutdownTimeout bounds the graceful shutdown of the web server.
 	ShutdownTimeout Duration `json:"shutdownTimeout"`
+	// Tool identity sent to platforms in dynamic registration and the Canvas configuration.
+	ToolName           string `json:"toolName"`
+	ToolDescription    string `json:"toolDescription"`
+	ToolLogoURL        string `json:"toolLogoUrl"`
+	CanvasPrivacyLevel string `json:"canvasPrivacyLevel"`
+	// RegistrationAutoActivate makes dynamically registered platforms active at once.
+	RegistrationAutoActivate bool `json:"registrationAutoActivate"`
+	// PreApprovalURL, when set, sends dynamic registrations to the integrator for approval.
+	PreApprovalURL string `json:"preApprovalUrl"`
+	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard on
+	// URLs that come from requests (dynamic registration).
+	OutboundAllowLoopback bool     `json:"outboundAllowLoopback"`
+	OutboundAllowCIDRs    []string `json:"outboundAllowCidrs"`
 	// Kubeconfig is the kubeconfig file to use outside a cluster (else KUBECONFIG or in-cluster).
 	Kubeconfig string `json:"kubeconfig"`
 }
@@ -77,16 +91,18 @@ func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.
 // Default returns the configuration used where nothing else is given.
 func Default() Config {
 	return Config{
-		Namespace:       inClusterNamespace(),
-		Listen:          ":3000",
-		MetricsListen:   ":8080",
-		APIKeySecret:    "ltiop-api-key",
-		APIKeySecretKey: "apiKey",
-		MaxBodyBytes:    1 << 20,
-		KeyWait:         Duration{10 * time.Second},
-		ClockSkew:       Duration{time.Minute},
-		ServiceSecret:   "ltiop-service",
-		ShutdownTimeout: Duration{15 * time.Second},
+		Namespace:          inClusterNamespace(),
+		Listen:             ":3000",
+		MetricsListen:      ":8080",
+		APIKeySecret:       "ltiop-api-key",
+		APIKeySecretKey:    "apiKey",
+		MaxBodyBytes:       1 << 20,
+		KeyWait:            Duration{10 * time.Second},
+		ClockSkew:          Duration{time.Minute},
+		ServiceSecret:      "ltiop-service",
+		ToolName:           "ltiop",
+		CanvasPrivacyLevel: "public",
+		ShutdownTimeout:    Duration{15 * time.Second},
 	}
 }
 
@@ -111,6 +127,14 @@ var settings = []setting{
 	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
 	{"clock-skew", "LTIOP_CLOCK_SKEW", "leeway on exp and iat of incoming tokens", func(c *Config) flag.Value { return (*durationValue)(&c.ClockSkew.Duration) }},
 	{"service-secret", "LTIOP_SERVICE_SECRET", "name of the Secret holding the sealing keyring (created when missing)", func(c *Config) flag.Value { return (*stringValue)(&c.ServiceSecret) }},
+	{"tool-name", "LTIOP_TOOL_NAME", "tool name shown to platforms (dynamic registration)", func(c *Config) flag.Value { return (*stringValue)(&c.ToolName) }},
+	{"tool-description", "LTIOP_TOOL_DESCRIPTION", "tool description shown to platforms", func(c *Config) flag.Value { return (*stringValue)(&c.ToolDescription) }},
+	{"tool-logo-url", "LTIOP_TOOL_LOGO_URL", "tool logo URL shown to platforms", func(c *Config) flag.Value { return (*stringValue)(&c.ToolLogoURL) }},
+	{"canvas-privacy-level", "LTIOP_CANVAS_PRIVACY_LEVEL", "Canvas privacy level: anonymous, name_only, email_only or public", func(c *Config) flag.Value { return (*stringValue)(&c.CanvasPrivacyLevel) }},
+	{"registration-auto-activate", "LTIOP_REGISTRATION_AUTO_ACTIVATE", "make dynamically registered platforms active at once", func(c *Config) flag.Value { return (*boolValue)(&c.RegistrationAutoActivate) }},
+	{"pre-approval-url", "LTIOP_PRE_APPROVAL_URL", "integrator page that approves dynamic registrations (?registrationId=)", func(c *Config) flag.Value { return (*stringValue)(&c.PreApprovalURL) }},
+	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let dynamic registration reach loopback addresses (local LMS simulators)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
+	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges dynamic registration may reach (on-premises LMSs)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
 	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
 }
@@ -214,6 +238,28 @@ func (c *Config) Validate() error {
 	if msgs := validation.IsDNS1123Subdomain(c.ServiceSecret); len(msgs) > 0 {
 		add("serviceSecret %q: %s", c.ServiceSecret, strings.Join(msgs, "; "))
 	}
+	if c.PreApprovalURL != "" {
+		if err := c.checkURL(c.PreApprovalURL); err != nil {
+			add("preApprovalUrl: %v", err)
+		}
+	}
+	if c.ToolLogoURL != "" {
+		if err := c.checkURL(c.ToolLogoURL); err != nil {
+			add("toolLogoUrl: %v", err)
+		}
+	}
+	switch c.CanvasPrivacyLevel {
+	case "anonymous", "name_only", "email_only", "public":
+	default:
+		add("canvasPrivacyLevel %q: must be anonymous, name_only, email_only or public", c.CanvasPrivacyLevel)
+	}
+	for _, cidr := range c.OutboundAllowCIDRs {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			if _, err := netip.ParseAddr(cidr); err != nil {
+				add("outboundAllowCidrs: %q is not a CIDR range or an address", cidr)
+			}
+		}
+	}
 	if c.ShutdownTimeout.Duration <= 0 {
 		add("shutdownTimeout: must be positive")
 	}
@@ -273,6 +319,19 @@ func (v *boolValue) Set(s string) error {
 }
 func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
 func (v *boolValue) IsBoolFlag() bool { return true }
+
+type stringListValue []string
+
+func (v *stringListValue) Set(s string) error {
+	*v = nil
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*v = append(*v, part)
+		}
+	}
+	return nil
+}
+func (v *stringListValue) String() string { return strings.Join(*v, ",") }
 
 type int64Value int64
 

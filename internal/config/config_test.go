@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,9 +71,10 @@ func TestLoadDefaults(t *testing.T) {
 		KeyWait:         config.Duration{Duration: 10 * time.Second},
 		ClockSkew:       config.Duration{Duration: time.Minute},
 		ServiceSecret:   "ltiop-service",
+		ToolName:        "ltiop", CanvasPrivacyLevel: "public",
 		ShutdownTimeout: config.Duration{Duration: 15 * time.Second},
 	}
-	if *cfg != want {
+	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
 	}
 }
@@ -155,13 +157,14 @@ kubeconfig: /file/kubeconfig
 					MetricsListen: "0", APIKeySecret: "file-secret", APIKeySecretKey: "fileKey",
 					LaunchURL: "https://app.example.com/launch", DeepLinkingURL: "https://app.example.com/deep",
 					LeaderElection: true, MaxBodyBytes: 2048,
-					KeyWait:         config.Duration{Duration: 3 * time.Second},
-					ClockSkew:       config.Duration{Duration: time.Minute},
-					ServiceSecret:   "ltiop-service",
+					KeyWait:       config.Duration{Duration: 3 * time.Second},
+					ClockSkew:     config.Duration{Duration: time.Minute},
+					ServiceSecret: "ltiop-service",
+					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
 					ShutdownTimeout: config.Duration{Duration: 20 * time.Second},
 					Kubeconfig:      "/file/kubeconfig",
 				}
-				if *c != want {
+				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
 				}
 			},
@@ -182,13 +185,14 @@ kubeconfig: /file/kubeconfig
 					MetricsListen: ":9090", APIKeySecret: "env-secret", APIKeySecretKey: "envKey",
 					LaunchURL: "http://localhost:5000/launch", DeepLinkingURL: "http://localhost:5000/deep",
 					DevMode: true, LeaderElection: true, MaxBodyBytes: 4096,
-					KeyWait:         config.Duration{Duration: 4 * time.Second},
-					ClockSkew:       config.Duration{Duration: time.Minute},
-					ServiceSecret:   "ltiop-service",
+					KeyWait:       config.Duration{Duration: 4 * time.Second},
+					ClockSkew:     config.Duration{Duration: time.Minute},
+					ServiceSecret: "ltiop-service",
+					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
 					ShutdownTimeout: config.Duration{Duration: time.Minute},
 					Kubeconfig:      "/env/kubeconfig",
 				}
-				if *c != want {
+				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
 				}
 			},
@@ -210,13 +214,14 @@ kubeconfig: /file/kubeconfig
 					MetricsListen: ":5001", APIKeySecret: "flag-secret", APIKeySecretKey: "flagKey",
 					LaunchURL: "https://app.example.com/l", DeepLinkingURL: "https://app.example.com/d",
 					DevMode: true, LeaderElection: true, MaxBodyBytes: 8192,
-					KeyWait:         config.Duration{Duration: 5 * time.Second},
-					ClockSkew:       config.Duration{Duration: time.Minute},
-					ServiceSecret:   "ltiop-service",
+					KeyWait:       config.Duration{Duration: 5 * time.Second},
+					ClockSkew:     config.Duration{Duration: time.Minute},
+					ServiceSecret: "ltiop-service",
+					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
 					ShutdownTimeout: config.Duration{Duration: 30 * time.Second},
 					Kubeconfig:      "/flag/kubeconfig",
 				}
-				if *c != want {
+				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
 				}
 			},

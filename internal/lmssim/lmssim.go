@@ -59,6 +59,7 @@ type LMS struct {
 	last url.Values // the last authentication request received
 	svc  *services  // nil until EnableServices
 	dl   []dlRequest
+	dr   *dynReg // dynamic registration (dynreg.go)
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -110,6 +111,7 @@ func (l *LMS) Handler() http.Handler {
 	mux.HandleFunc(AuthPath, l.authorize)
 	mux.HandleFunc("GET "+StartPath, l.start)
 	l.serviceRoutes(mux)
+	l.dynRegRoutes(mux)
 	return mux
 }
 

@@ -137,14 +137,9 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, duplicate(other))
 		return
 	}
-	reg := &ltiv1.PlatformRegistration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, GenerateName: namePrefix(string(spec.URL))},
-		Spec:       *spec,
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Create(ctx, reg, client.FieldOwner(FieldManager)); err != nil {
-		httpapi.WriteError(w, apiServerError(r.Context(), err))
+	reg, cerr := CreateRegistration(r.Context(), h.Client, h.Namespace, spec, FieldManager)
+	if err := cerr; err != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), err))
 		return
 	}
 	log.FromContext(r.Context()).Info("platform registration created", "platform", reg.Name, "url", reg.Spec.URL, "clientId", reg.Spec.ClientID)
@@ -175,19 +170,12 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, duplicate(other))
 		return
 	}
-	obj, convErr := applyConfiguration(current, spec)
-	if convErr != nil {
-		httpapi.WriteError(w, apiServerError(r.Context(), convErr))
+	generation, aerr := ApplySpec(r.Context(), h.Client, current, spec, FieldManager)
+	if err := aerr; err != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		httpapi.WriteError(w, apiServerError(r.Context(), err))
-		return
-	}
-	h.respondAfterWrite(w, r, current.ID, obj.GetGeneration())
+	h.respondAfterWrite(w, r, current.ID, generation)
 }
 
 // Delete answers DELETE /api/platforms/{id}. The key Secret goes with the registration.
@@ -201,7 +189,7 @@ func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
 	defer cancel()
 	if err := h.Client.Delete(ctx, reg, client.Preconditions{UID: &p.UID}); err != nil {
-		httpapi.WriteError(w, apiServerError(r.Context(), err))
+		httpapi.WriteError(w, APIServerError(r.Context(), err))
 		return
 	}
 	log.FromContext(r.Context()).Info("platform registration deleted", "platform", p.ID)
@@ -227,7 +215,7 @@ func (h *Platforms) setActive(w http.ResponseWriter, r *http.Request, active boo
 	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
 	defer cancel()
 	if err := h.Client.Patch(ctx, reg, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
-		httpapi.WriteError(w, apiServerError(r.Context(), err))
+		httpapi.WriteError(w, APIServerError(r.Context(), err))
 		return
 	}
 	h.respondAfterWrite(w, r, p.ID, reg.Generation)
@@ -366,9 +354,34 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 	return spec, nil
 }
 
-// applyConfiguration is the server-side apply body of a PUT: identity, a UID precondition,
-// and every spec field the API manages.
-func applyConfiguration(current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec) (*unstructured.Unstructured, error) {
+// CreateRegistration creates a registration with a generated, DNS-safe name derived from
+// the issuer's host, under the given field manager.
+func CreateRegistration(ctx context.Context, c client.Client, namespace string, spec *ltiv1.PlatformRegistrationSpec, manager string) (*ltiv1.PlatformRegistration, error) {
+	reg := &ltiv1.PlatformRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: namePrefix(string(spec.URL))},
+		Spec:       *spec,
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	return reg, c.Create(ctx, reg, client.FieldOwner(manager))
+}
+
+// ApplySpec replaces the spec fields the API manages by server-side apply under manager
+// (forcing ownership: the caller is the authority for them), with a UID precondition. It
+// returns the new generation.
+func ApplySpec(ctx context.Context, c client.Client, current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec, manager string) (int64, error) {
+	obj := applyConfiguration(current, spec)
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		return 0, err
+	}
+	return obj.GetGeneration(), nil
+}
+
+// applyConfiguration is the server-side apply body: identity, a UID precondition, and
+// every spec field the API manages.
+func applyConfiguration(current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec) *unstructured.Unstructured {
 	specMap := map[string]any{
 		"url":                    string(spec.URL),
 		"clientId":               spec.ClientID,
@@ -394,11 +407,11 @@ func applyConfiguration(current *registry.Platform, spec *ltiv1.PlatformRegistra
 		"metadata":   map[string]any{"name": current.ID, "namespace": current.Namespace, "uid": string(current.UID)},
 		"spec":       specMap,
 	}}
-	return obj, nil
+	return obj
 }
 
-// apiServerError turns an API-server failure into an API error without leaking internals.
-func apiServerError(ctx context.Context, err error) *httpapi.Error {
+// APIServerError turns an API-server failure into an API error without leaking internals.
+func APIServerError(ctx context.Context, err error) *httpapi.Error {
 	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err):

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/ltiop/ltiop/internal/jsonscan"
 )
 
 // flexString decodes a JSON string, or a number kept as written (platforms have sent
@@ -21,13 +22,9 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 	case len(b) == 0:
 		return nil
 	case b[0] == '"':
-		if s, ok := plainString(b); ok {
-			*f = flexString(s)
-			return nil
-		}
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+		s, ok := jsonscan.Unquote(string(b))
+		if !ok {
+			return fmt.Errorf("invalid JSON string %.20s", b)
 		}
 		*f = flexString(s)
 	case b[0] == '-' || (b[0] >= '0' && b[0] <= '9'):
@@ -37,21 +34,6 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("expected a string, got %.20s", b)
 	}
 	return nil
-}
-
-// plainString decodes a JSON string literal without escapes or non-ASCII bytes, the
-// common case, without going through encoding/json again.
-func plainString(b []byte) (string, bool) {
-	if len(b) < 2 || b[len(b)-1] != '"' {
-		return "", false
-	}
-	inner := b[1 : len(b)-1]
-	for _, c := range inner {
-		if c == '\\' || c >= utf8.RuneSelf || c < 0x20 {
-			return "", false
-		}
-	}
-	return string(inner), true
 }
 
 // flexFloat decodes a JSON number, or a numeric string, or null as 0.

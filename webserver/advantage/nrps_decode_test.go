@@ -105,6 +105,10 @@ var mapMembersSeeds = []string{
 	`[]`, `{"id":true}`, `{"members":[1]}`, `{"members":{}}`, `{"id":"x"} {}`, `{"id":"x",}`, `{"id":01}`,
 	`{"id":"a` + "\x01" + `"}`, `{"id":"\x"}`, `{"id":"\u12"}`, `{"id":1.}`, `{"id":1e}`, `{"id":-}`, `{"id" "x"}`,
 	`{"members":[{"user_id":"u"}`, `{"id":nul}`, `{"id":"unterminated`, ``, `{"a":[[[[[[[[]]]]]]]]}`,
+	`null x`, `nullx`, `nul`, `{"context":{"id":"c","x":[1,}}`, `{"members":[{"user_id":"u","roles":["a",]}]}`,
+	`{"members":[{"user_id":"u","picture":"\q"}]}`, `{"members":[{"user_id":"u"},]}`, `{"members":[{"user_id":"u"} {}]}`,
+	`{"members":[{"user\u005fid":"esc","roles":["https:\/\/purl.example\/r"],"name":"Zo\u00eb"}]}`,
+	`{"id":"x","members":[{"user_id":"u"}],"members":null}`, `{"context":{"id":{"a":1}}}`, `{"members":[{"user_id":true}]}`,
 }
 
 func TestMapMembersMatchesReference(t *testing.T) {
@@ -143,4 +147,28 @@ func FuzzMapMembers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkMapMembers(t, raw)
 	})
+}
+
+// flexString decodes strings with internal/jsonscan: byte for byte as encoding/json.
+func TestFlexStringDecodesAsEncodingJSON(t *testing.T) {
+	for _, lit := range []string{`"plain"`, `"https:\/\/lms.example\/li\/1"`, `"Zo\u00eb \ud83d\ude00 \ud800"`, "\"caf\xc3\xa9 \xff\"", `""`} {
+		var want string
+		if err := json.Unmarshal([]byte(lit), &want); err != nil {
+			t.Fatal(err)
+		}
+		var v struct{ ID flexString }
+		if err := json.Unmarshal([]byte(`{"ID":`+lit+`}`), &v); err != nil || string(v.ID) != want {
+			t.Errorf("%s: %q, %v; want %q", lit, v.ID, err, want)
+		}
+	}
+	for in, want := range map[string]string{`42`: "42", `-1.5e3`: "-1.5e3", `null`: ""} {
+		var v struct{ ID flexString }
+		if err := json.Unmarshal([]byte(`{"ID":`+in+`}`), &v); err != nil || string(v.ID) != want {
+			t.Errorf("%s: %q, %v", in, v.ID, err)
+		}
+	}
+	var v struct{ ID flexString }
+	if json.Unmarshal([]byte(`{"ID":true}`), &v) == nil {
+		t.Error("a boolean id accepted")
+	}
 }

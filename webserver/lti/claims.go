@@ -3,6 +3,9 @@ package lti
 import (
 	"encoding/json"
 	"errors"
+	"strings"
+
+	"github.com/ltiop/ltiop/internal/jsonscan"
 )
 
 // Claim names of LTI 1.3 and LTI Advantage (CORE §5, DL §4.4, NRPS, AGS).
@@ -42,10 +45,11 @@ type Audience []string
 
 // UnmarshalJSON accepts a string, an array of strings, or null.
 func (a *Audience) UnmarshalJSON(b []byte) error {
-	if !json.Valid(b) {
+	s := string(b)
+	if !jsonscan.Valid(s) {
 		return errors.New("lti: aud is not valid JSON")
 	}
-	aud, ok := decodeAudience(trimJSON(string(b)))
+	aud, ok := decodeAudience(trimJSON(s))
 	if !ok {
 		return errors.New("lti: aud must be a string or an array of strings")
 	}
@@ -243,61 +247,48 @@ func ParseClaims(payload []byte) (*Claims, error) {
 
 // ParseValidatedClaims is ParseClaims for claims this service validated earlier and got
 // back through authenticated encryption (an ltik): the payload is known to be one JSON
-// object, so the separate validity scan is skipped. Never use it on input from outside.
+// object, so it is neither copied nor checked for claims of the wrong type (the decode
+// still validates the JSON as it goes). Never use it on input from outside.
 func ParseValidatedClaims(payload []byte) (*Claims, error) {
-	s := trimJSON(string(payload))
-	if kindOf(s) != kindObject {
+	c, ok := parseClaims(payload)
+	if !ok {
 		return nil, &Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
 			Description: "The claims are not a JSON object."}
 	}
-	c := &Claims{Raw: payload}
-	c.decode(s)
 	return c, nil
 }
 
-// parseClaims decodes payload, which it keeps as Raw. ok is false when payload is
-// not a JSON object.
+// parseClaims decodes payload, which it keeps as Raw, validating it in the same
+// pass. ok is false when payload is not a JSON object.
 func parseClaims(payload []byte) (*Claims, bool) {
-	obj, ok := jsonObject(payload)
-	if !ok {
+	c := &Claims{Raw: payload}
+	if !c.decode(string(payload)) {
 		return nil, false
 	}
-	c := &Claims{Raw: payload}
-	c.decode(obj)
 	return c, true
 }
 
 // jsonObject validates payload and returns it as a string holding one object.
 func jsonObject(payload []byte) (string, bool) {
-	if !json.Valid(payload) {
+	s := string(payload)
+	if !jsonscan.Valid(s) {
 		return "", false
 	}
-	s := trimJSON(string(payload))
-	if kindOf(s) != kindObject {
-		return "", false
-	}
-	return s, true
+	s = trimJSON(s)
+	return s, kindOf(s) == kindObject
 }
 
 func trimJSON(s string) string {
-	i := skipWS(s, 0)
-	j := len(s)
-	for j > i {
-		switch s[j-1] {
-		case ' ', '\t', '\n', '\r':
-			j--
-			continue
-		}
-		break
-	}
-	return s[i:j]
+	return strings.Trim(s, " \t\n\r")
 }
 
-func (c *Claims) decode(obj string) {
+// decode decodes the claims in obj and reports whether obj is one valid JSON object
+// (whitespace around it allowed); when it is not, c holds what came before the fault.
+func (c *Claims) decode(obj string) bool {
 	for it := newObjectIter(obj); ; {
 		key, val, ok := it.next()
 		if !ok {
-			return
+			return it.valid()
 		}
 		if kindOf(val) == kindNull {
 			c.clear(key)

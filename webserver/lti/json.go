@@ -6,287 +6,89 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/ltiop/ltiop/internal/jsonscan"
 )
 
-// A small, allocation-light reader for JSON that encoding/json has already
-// validated (json.Valid). It walks the text once, hands out values as
-// substrings of the document and decodes only the members it is asked for, so
-// claims with unexpected JSON types never abort the decode (T-QUIRK-04) and
-// unknown claims cost a skip, not an allocation (T-TOK-23).
-//
-// Every function here assumes its input is a valid JSON value; on invalid
-// input they never panic or loop, but their results are unspecified.
+// Claims are read with internal/jsonscan, which validates as it walks and hands
+// out values as substrings of the document; decoding only the members asked for
+// means claims with unexpected JSON types never abort the decode (T-QUIRK-04)
+// and unknown claims cost a skip, not an allocation (T-TOK-23). The helpers
+// below work on such raw values; on anything else they report nothing (a
+// shorter iteration, kindNone, ""), never a panic.
 
-type jsonKind uint8
+type jsonKind = jsonscan.Kind
 
 const (
-	kindNone jsonKind = iota // absent or not JSON
-	kindString
-	kindNumber
-	kindObject
-	kindArray
-	kindBool
-	kindNull
+	kindNone   = jsonscan.Invalid // absent or not JSON
+	kindString = jsonscan.String
+	kindNumber = jsonscan.Number
+	kindObject = jsonscan.Object
+	kindArray  = jsonscan.Array
+	kindBool   = jsonscan.Bool
+	kindNull   = jsonscan.Null
 )
 
-func kindOf(raw string) jsonKind {
-	if raw == "" {
-		return kindNone
-	}
-	switch c := raw[0]; {
-	case c == '"':
-		return kindString
-	case c == '{':
-		return kindObject
-	case c == '[':
-		return kindArray
-	case c == 't' || c == 'f':
-		return kindBool
-	case c == 'n':
-		return kindNull
-	case c == '-' || (c >= '0' && c <= '9'):
-		return kindNumber
-	}
-	return kindNone
+func kindOf(raw string) jsonKind { return jsonscan.KindOf(raw) }
+
+// decodeString decodes a raw JSON string exactly as encoding/json does.
+func decodeString(raw string) string {
+	s, _ := jsonscan.Unquote(raw)
+	return s
 }
 
-func skipWS(s string, i int) int {
-	for i < len(s) {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string that starts at s[i] == '"'.
-func stringEnd(s string, i int) int {
-	i++
-	for i < len(s) {
-		q := strings.IndexByte(s[i:], '"')
-		if q < 0 {
-			return len(s)
-		}
-		if strings.IndexByte(s[i:i+q], '\\') < 0 {
-			return i + q + 1
-		}
-		// An escape before the next quote: step through it byte by byte.
-		for i < len(s) {
-			switch s[i] {
-			case '\\':
-				i += 2
-				continue
-			case '"':
-				return i + 1
-			}
-			i++
-		}
-	}
-	return len(s)
-}
-
-// valueEnd returns the index just past the value that starts at s[i].
-func valueEnd(s string, i int) int {
-	if i >= len(s) {
-		return len(s)
-	}
-	switch s[i] {
-	case '"':
-		return stringEnd(s, i)
-	case '{', '[':
-		depth := 0
-		for i < len(s) {
-			switch s[i] {
-			case '"':
-				i = stringEnd(s, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(s)
-	default:
-		for i < len(s) {
-			switch s[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return len(s)
-	}
-}
-
-// objectIter walks the members of a JSON object.
+// objectIter walks the members of a JSON object, validating them.
 type objectIter struct {
-	s string
-	i int
+	sc     jsonscan.Scanner
+	object bool
 }
 
-func newObjectIter(raw string) objectIter {
-	if kindOf(raw) != kindObject {
-		return objectIter{}
+// newObjectIter walks obj, which may be surrounded by whitespace; a value of
+// another kind has no members.
+func newObjectIter(obj string) objectIter {
+	var it objectIter
+	if it.sc.Reset(obj); it.sc.Kind() == kindObject {
+		it.sc.Object()
+		it.object = true
 	}
-	return objectIter{s: raw, i: skipWS(raw, 1)}
+	return it
 }
 
 // next returns the decoded key and the raw value of the next member.
 func (it *objectIter) next() (key, val string, ok bool) {
-	s, i := it.s, it.i
-	if i >= len(s) || s[i] != '"' {
-		it.i = len(s)
+	if !it.object || !it.sc.NextMember() {
 		return "", "", false
 	}
-	ke := stringEnd(s, i)
-	key = decodeString(s[i:ke])
-	i = skipWS(s, ke)
-	if i < len(s) && s[i] == ':' {
-		i++
-	}
-	i = skipWS(s, i)
-	ve := valueEnd(s, i)
-	val = s[i:ve]
-	i = skipWS(s, ve)
-	if i < len(s) && s[i] == ',' {
-		i = skipWS(s, i+1)
-	}
-	it.i = i
-	return key, val, true
+	key, val = it.sc.Key(), it.sc.Raw()
+	return key, val, it.sc.Err() == nil
 }
+
+// valid reports, once next returned false, whether the input was one valid JSON
+// object (whitespace around it allowed).
+func (it *objectIter) valid() bool { return it.object && it.sc.End() == nil }
 
 // arrayIter walks the elements of a JSON array.
 type arrayIter struct {
-	s string
-	i int
+	sc    jsonscan.Scanner
+	array bool
 }
 
 func newArrayIter(raw string) arrayIter {
-	if kindOf(raw) != kindArray {
-		return arrayIter{}
+	var it arrayIter
+	if kindOf(raw) == kindArray {
+		it.sc.Reset(raw)
+		it.sc.Array()
+		it.array = true
 	}
-	return arrayIter{s: raw, i: skipWS(raw, 1)}
+	return it
 }
 
 func (it *arrayIter) next() (val string, ok bool) {
-	s, i := it.s, it.i
-	if i >= len(s) || s[i] == ']' {
-		it.i = len(s)
+	if !it.array || !it.sc.NextElement() {
 		return "", false
 	}
-	ve := valueEnd(s, i)
-	if ve <= i {
-		it.i = len(s)
-		return "", false
-	}
-	val = s[i:ve]
-	i = skipWS(s, ve)
-	if i < len(s) && s[i] == ',' {
-		i = skipWS(s, i+1)
-	}
-	it.i = i
-	return val, true
-}
-
-// decodeString decodes a raw JSON string (quotes included) exactly as
-// encoding/json does: escapes resolved, invalid UTF-8 and lone surrogates
-// replaced by U+FFFD. Strings without escapes are returned without copying.
-func decodeString(raw string) string {
-	if len(raw) < 2 {
-		return ""
-	}
-	body := raw[1 : len(raw)-1]
-	if strings.IndexByte(body, '\\') < 0 && utf8.ValidString(body) {
-		return body
-	}
-	return unescape(body)
-}
-
-func unescape(body string) string {
-	var b strings.Builder
-	b.Grow(len(body))
-	for i := 0; i < len(body); {
-		c := body[i]
-		switch {
-		case c == '\\':
-			if i+1 >= len(body) {
-				return b.String()
-			}
-			switch body[i+1] {
-			case '"', '\\', '/':
-				b.WriteByte(body[i+1])
-			case 'b':
-				b.WriteByte('\b')
-			case 'f':
-				b.WriteByte('\f')
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
-			case 'u':
-				r := hex4(body, i)
-				if r < 0 {
-					return b.String()
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if dec := utf16.DecodeRune(r, hex4(body, i)); dec != utf8.RuneError {
-						b.WriteRune(dec)
-						i += 6
-						continue
-					}
-					r = utf8.RuneError
-				}
-				b.WriteRune(r)
-				continue
-			default:
-				return b.String()
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			b.WriteByte(c)
-			i++
-		default:
-			r, size := utf8.DecodeRuneInString(body[i:])
-			b.WriteRune(r) // RuneError for invalid UTF-8, like encoding/json
-			i += size
-		}
-	}
-	return b.String()
-}
-
-// hex4 reads the \uXXXX escape at s[i:]; -1 if there is none.
-func hex4(s string, i int) rune {
-	if i+6 > len(s) || s[i] != '\\' || s[i+1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range []byte(s[i+2 : i+6]) {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
+	val = it.sc.Raw()
+	return val, it.sc.Err() == nil
 }
 
 // asString returns the decoded string and true when raw is a JSON string.

@@ -40,6 +40,8 @@ type Platform struct {
 	Spec            ltiv1.PlatformRegistrationSpec
 	// Ready mirrors the Ready condition for the current generation.
 	Ready bool
+	// SeenDeployments are the deployments recorded in status (learnt from launches).
+	SeenDeployments []string
 	// Key is the tool key the LMS trusts; nil until the controller has created it.
 	Key *ToolKey
 
@@ -230,6 +232,7 @@ func (r *Registry) Apply(obj any) {
 		ResourceVersion: reg.ResourceVersion,
 		Created:         reg.CreationTimestamp.Time,
 		Spec:            *reg.Spec.DeepCopy(),
+		SeenDeployments: slices.Clone(reg.Status.DeploymentIDs),
 	}
 	p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {

@@ -17,6 +17,10 @@ const (
 	PurposeState       = "state"
 	PurposeMessageHint = "messagehint"
 	PurposePayload     = "payload"
+	// PurposePendingLaunch: a validated launch waiting for the platform-storage check.
+	PurposePendingLaunch = "pending-launch"
+	// PurposeRegistration: a dynamic registration waiting for the integrator's approval.
+	PurposeRegistration = "registration"
 )
 
 // Layout of the service Secret that holds the sealing keyring.

@@ -166,6 +166,9 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	}
 	target := withLtik(destination, ltik)
 	launchesTotal.WithLabelValues("launch", "ok").Inc()
+	if t.opts.LearnDeployment != nil {
+		t.opts.LearnDeployment(p, claims.DeploymentID)
+	}
 	if cookieBound {
 		http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: "/lti/", MaxAge: -1})
 		http.Redirect(w, r, target, http.StatusSeeOther)
@@ -173,7 +176,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	}
 	// No cookie came back: prove the binding from platform storage first (conformance §7).
 	pending, _ := json.Marshal(pendingLaunch{Ltik: ltik, Destination: destination, Bind: st.Bind})
-	sealed, err := t.keyring.Seal(sessions.PurposeState, pending, pendingTTL)
+	sealed, err := t.keyring.Seal(sessions.PurposePendingLaunch, pending, pendingTTL)
 	if err != nil {
 		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
 		return
@@ -188,7 +191,7 @@ func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeBrowserBinding, "The request could not be read."))
 		return
 	}
-	payload, id, err := t.keyring.Open(sessions.PurposeState, r.PostForm.Get("pending"), t.now())
+	payload, id, err := t.keyring.Open(sessions.PurposePendingLaunch, r.PostForm.Get("pending"), t.now())
 	var pl pendingLaunch
 	if err == nil {
 		err = json.Unmarshal(payload, &pl)

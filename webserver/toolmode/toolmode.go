@@ -40,6 +40,9 @@ type Options struct {
 	DevMode bool
 	// ClockSkew is the leeway on exp and iat.
 	ClockSkew time.Duration
+	// LearnDeployment, when set, is told the deployment of every successful launch, so
+	// deployments a registration did not name are recorded.
+	LearnDeployment func(p *registry.Platform, deploymentID string)
 }
 
 // Tool serves the tool-mode endpoints.

@@ -1,0 +1,61 @@
+package webserver_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/internal/config"
+)
+
+// devInstance is a second ltiop in dev mode, in its own namespace, on a free loopback port.
+type devInstance struct {
+	*app.App
+	Namespace string
+	Port      int
+	URL       string // its public URL: http://localhost:<port>
+	Local     string // where to reach it: http://127.0.0.1:<port>
+}
+
+// startDevInstance starts one for the current spec; mutate adjusts its configuration.
+func startDevInstance(ns string, mutate func(*config.Config)) *devInstance {
+	ctx, cancel := context.WithCancel(context.Background())
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ltiop-api-key"},
+		StringData: map[string]string{"apiKey": apiKey}})).To(Succeed())
+	port := freePort()
+	d := &devInstance{Namespace: ns, Port: port,
+		URL: fmt.Sprintf("http://localhost:%d", port), Local: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	cfg := config.Default()
+	cfg.Namespace, cfg.PublicURL, cfg.DevMode = ns, d.URL, true
+	cfg.Listen, cfg.MetricsListen = fmt.Sprintf("127.0.0.1:%d", port), "0"
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	Expect(cfg.Validate()).To(Succeed())
+	a, err := app.New(ctx, &cfg, restCfg, func(o *ctrl.Options) {
+		o.Controller.SkipNameValidation = ptr.To(true) // the suite's ltiop has the same controllers
+	})
+	Expect(err).NotTo(HaveOccurred())
+	d.App = a
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Start(ctx) }()
+	DeferCleanup(func() { cancel(); <-done })
+	Eventually(func() int {
+		res, err := http.Get(d.Local + "/readyz")
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}).Should(Equal(200))
+	return d
+}

@@ -1,0 +1,120 @@
+package onboarding
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/ltiop/ltiop/webserver/dynreg"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
+// PendingRegistration is what the integrator sees of a registration awaiting approval.
+type PendingRegistration struct {
+	ID                     string   `json:"id"`
+	Issuer                 string   `json:"url"`
+	ProductFamilyCode      string   `json:"productFamilyCode,omitempty"`
+	Version                string   `json:"version,omitempty"`
+	AuthenticationEndpoint string   `json:"authenticationEndpoint"`
+	AccesstokenEndpoint    string   `json:"accesstokenEndpoint"`
+	JWKSURL                string   `json:"jwksUrl"`
+	RegistrationEndpoint   string   `json:"registrationEndpoint"`
+	ScopesSupported        []string `json:"scopesSupported,omitempty"`
+	MessagesSupported      []string `json:"messagesSupported,omitempty"`
+}
+
+// CompleteRequest is the body of POST /api/registrations/{id}/complete.
+type CompleteRequest struct {
+	PlatformName string   `json:"platformName,omitempty"`
+	AutoActivate *bool    `json:"autoActivate,omitempty"`
+	Messages     []string `json:"messages,omitempty"`
+}
+
+func (o *Onboarding) openPending(r *http.Request) (*pending, *dynreg.PlatformConfig, string, *httpapi.Error) {
+	id := r.PathValue("id")
+	opened, err := o.keyring.OpenToken(sessions.PurposeRegistration, id, o.now())
+	var p pending
+	if err == nil {
+		err = json.Unmarshal(opened.Payload, &p)
+	}
+	var pc *dynreg.PlatformConfig
+	if err == nil {
+		pc, err = dynreg.ParseConfiguration(p.Config)
+	}
+	if err != nil {
+		return nil, nil, "", httpapi.Errorf(http.StatusNotFound, "REGISTRATION_NOT_FOUND",
+			"No pending registration has this id (it may have expired: registrations wait at most one hour).")
+	}
+	return &p, pc, opened.ID, nil
+}
+
+// Get serves GET /api/registrations/{id}: the platform asking to be registered
+// (raw=true: its OpenID configuration as received).
+func (o *Onboarding) Get(w http.ResponseWriter, r *http.Request) {
+	p, pc, _, herr := o.openPending(r)
+	if herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
+	if raw := r.URL.Query().Get("raw"); raw == "true" || raw == "1" {
+		httpapi.WriteRawJSON(w, http.StatusOK, p.Config)
+		return
+	}
+	out := PendingRegistration{
+		ID: r.PathValue("id"), Issuer: pc.Issuer, ProductFamilyCode: pc.ProductFamilyCode, Version: pc.Version,
+		AuthenticationEndpoint: pc.AuthorizationEndpoint, AccesstokenEndpoint: pc.TokenEndpoint,
+		JWKSURL: pc.JWKSURI, RegistrationEndpoint: pc.RegistrationEndpoint, ScopesSupported: pc.ScopesSupported,
+	}
+	for _, m := range pc.MessagesSupported {
+		out.MessagesSupported = append(out.MessagesSupported, m.Type)
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// Complete serves POST /api/registrations/{id}/complete: register now, and answer the
+// closing page for the integrator to show in the LMS's frame.
+func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
+	p, pc, tokenID, herr := o.openPending(r)
+	var body CompleteRequest
+	if herr == nil {
+		herr = httpapi.DecodeJSON(r, &body)
+	}
+	if herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
+	for i, m := range body.Messages {
+		if m != "LtiResourceLinkRequest" && m != "LtiDeepLinkingRequest" {
+			httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters,
+				"messages["+strconv.Itoa(i)+"]: must be LtiResourceLinkRequest or LtiDeepLinkingRequest."))
+			return
+		}
+	}
+	now := o.now()
+	if !o.used.Use(tokenID, now.Add(pendingTTL), now) {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusConflict, "REGISTRATION_ALREADY_COMPLETED", "This registration was already completed."))
+		return
+	}
+	active := o.opts.AutoActivate
+	if body.AutoActivate != nil {
+		active = *body.AutoActivate
+	}
+	id, herr := o.complete(r.Context(), pc, p.Token, body.PlatformName, active, body.Messages)
+	if herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
+	page, err := dynreg.ClosingPage("ltiop is registered with this platform. You can close this window.", "")
+	if err != nil {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The closing page could not be built."))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"html": page, "platformId": id})
+}
+
+// CanvasConfiguration serves GET /register/canvas: the JSON to paste into a Canvas LTI
+// developer key ("Paste JSON").
+func (o *Onboarding) CanvasConfiguration(w http.ResponseWriter, _ *http.Request) {
+	httpapi.WriteJSON(w, http.StatusOK, dynreg.CanvasDeveloperKey(o.opts.Tool))
+}

@@ -1,0 +1,260 @@
+// Package onboarding brings learning platforms in: LTI dynamic registration at
+// /lti/register (with optional pre-approval by the integrator through /api/registrations),
+// the Canvas developer-key configuration at /register/canvas, and deployments learnt from
+// launches. It writes PlatformRegistrations through the API server.
+package onboarding
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/outbound"
+	"github.com/ltiop/ltiop/webserver/admin"
+	"github.com/ltiop/ltiop/webserver/dynreg"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
+// Field managers of the writes made here.
+const (
+	registrationManager = "ltiop-registration"
+	launchManager       = "ltiop-launch"
+)
+
+// pendingTTL bounds how long a registration may wait for the integrator's approval.
+const pendingTTL = time.Hour
+
+// Options configure onboarding.
+type Options struct {
+	Tool           dynreg.ToolConfig
+	Namespace      string
+	AutoActivate   bool
+	PreApprovalURL string
+	Outbound       outbound.Policy
+}
+
+// Onboarding serves the onboarding endpoints.
+type Onboarding struct {
+	opts     Options
+	registry *registry.Registry
+	writer   client.Client
+	keyring  *sessions.Keyring
+	http     *http.Client
+	used     *sessions.ReplayCache // completed pre-approvals
+	now      func() time.Time
+
+	learning sync.Map // "uid/deployment" being recorded, so a burst of launches writes once
+}
+
+// New returns the onboarding handlers.
+func New(opts Options, reg *registry.Registry, writer client.Client, keyring *sessions.Keyring) *Onboarding {
+	return &Onboarding{opts: opts, registry: reg, writer: writer, keyring: keyring,
+		http: outbound.NewClient(opts.Outbound), used: sessions.NewReplayCache(10_000), now: time.Now}
+}
+
+// pending is a registration waiting for the integrator's approval (sealed in its id).
+type pending struct {
+	ConfigURL string          `json:"u"`
+	Token     string          `json:"t,omitempty"`
+	Config    json.RawMessage `json:"c"`
+}
+
+// Register serves GET /lti/register, opened by the LMS in an iframe or popup with
+// openid_configuration and registration_token (conformance §6).
+func (o *Onboarding) Register(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	configURL, token := q.Get("openid_configuration"), q.Get("registration_token")
+	if configURL == "" { // T-DR-01
+		o.fail(w, r, httpapi.Errorf(http.StatusBadRequest, "MISSING_OPENID_CONFIGURATION",
+			"The registration request has no openid_configuration parameter."))
+		return
+	}
+	if err := o.opts.Outbound.Check(configURL); err != nil {
+		o.fail(w, r, httpapi.Errorf(http.StatusBadRequest, "INVALID_OPENID_CONFIGURATION_URL", err.Error()))
+		return
+	}
+	pc, err := dynreg.FetchConfiguration(r.Context(), o.http, configURL, token)
+	if err != nil {
+		o.fail(w, r, registrationError(err))
+		return
+	}
+	if o.opts.PreApprovalURL != "" {
+		id, err := o.keyring.Seal(sessions.PurposeRegistration,
+			mustJSON(pending{ConfigURL: configURL, Token: token, Config: pc.Raw}), pendingTTL)
+		if err != nil {
+			o.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+			return
+		}
+		u, _ := url.Parse(o.opts.PreApprovalURL)
+		qq := u.Query()
+		qq.Set("registrationId", id)
+		u.RawQuery = qq.Encode()
+		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+		return
+	}
+	id, herr := o.complete(r.Context(), pc, token, "", o.opts.AutoActivate, nil)
+	if herr != nil {
+		o.fail(w, r, herr)
+		return
+	}
+	log.FromContext(r.Context()).Info("platform registered dynamically", "platform", id, "issuer", pc.Issuer)
+	o.closingPage(w, fmt.Sprintf("ltiop is registered with this platform (%s). You can close this window.", id))
+}
+
+// complete posts the tool registration and creates or updates the PlatformRegistration.
+func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, token, name string, active bool, messages []string) (string, *httpapi.Error) {
+	registered, err := dynreg.Register(ctx, o.http, pc, token, dynreg.BuildRegistration(o.opts.Tool, pc, messages))
+	if err != nil {
+		return "", registrationError(err)
+	}
+	return o.upsert(ctx, pc, registered, name, active)
+}
+
+// upsert writes the registration: registering the same (issuer, client_id) again updates
+// it (T-DR-08), keeping its name and activation unless told otherwise.
+func (o *Onboarding) upsert(ctx context.Context, pc *dynreg.PlatformConfig, reg *dynreg.Registered, name string, active bool) (string, *httpapi.Error) {
+	spec := &ltiv1.PlatformRegistrationSpec{
+		URL:                    ltiv1.EndpointURL(pc.Issuer),
+		ClientID:               reg.ClientID,
+		Name:                   name,
+		AuthenticationEndpoint: ltiv1.EndpointURL(pc.AuthorizationEndpoint),
+		AccesstokenEndpoint:    ltiv1.EndpointURL(pc.TokenEndpoint),
+		AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: pc.JWKSURI},
+		Active:                 ptr.To(active),
+	}
+	if aud := pc.TokenAudience(); aud != pc.TokenEndpoint { // T-DR-06: only an absolute URL counts
+		spec.AuthorizationServer = aud
+	}
+	current := o.registry.Lookup(pc.Issuer, reg.ClientID)
+	if spec.Name == "" {
+		spec.Name = defaultName(pc)
+		if current != nil {
+			spec.Name = current.Spec.Name
+		}
+	}
+	var id string
+	if current != nil {
+		spec.Active = ptr.To(current.Spec.IsActive() || active) // re-registering never deactivates
+		spec.DeploymentIDs = current.Spec.DeploymentIDs
+		if _, err := admin.ApplySpec(ctx, o.writer, current, spec, registrationManager); err != nil {
+			return "", admin.APIServerError(ctx, err)
+		}
+		id = current.ID
+	} else {
+		created, err := admin.CreateRegistration(ctx, o.writer, o.opts.Namespace, spec, registrationManager)
+		if err != nil {
+			return "", admin.APIServerError(ctx, err)
+		}
+		id = created.Name
+	}
+	if reg.DeploymentID != "" { // T-DR-05: recorded; absent → learnt at the first launch
+		if err := o.recordDeployments(ctx, id, reg.DeploymentID); err != nil {
+			log.FromContext(ctx).Error(err, "recording the registered deployment", "platform", id)
+		}
+	}
+	return id, nil
+}
+
+func defaultName(pc *dynreg.PlatformConfig) string {
+	host := pc.Issuer
+	if u, err := url.Parse(pc.Issuer); err == nil {
+		host = u.Host
+	}
+	if pc.ProductFamilyCode != "" {
+		return pc.ProductFamilyCode + " (" + host + ")"
+	}
+	return host
+}
+
+// RecordDeployment learns a deployment a launch came from, when the registration does not
+// know it yet. The write happens in the background: the launch never waits on the API server.
+func (o *Onboarding) RecordDeployment(p *registry.Platform, deploymentID string) {
+	if deploymentID == "" || slices.Contains(p.SeenDeployments, deploymentID) || len(p.SeenDeployments) >= 1000 {
+		return
+	}
+	key := string(p.UID) + "/" + deploymentID
+	if _, busy := o.learning.LoadOrStore(key, true); busy {
+		return
+	}
+	go func() {
+		defer o.learning.Delete(key)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := o.recordDeployments(ctx, p.ID, deploymentID); err != nil {
+			log.Log.WithName("onboarding").Error(err, "recording a deployment learnt from a launch", "platform", p.ID)
+		}
+	}()
+}
+
+// recordDeployments adds a deployment to status.deploymentIds by server-side apply.
+func (o *Onboarding) recordDeployments(ctx context.Context, id, deploymentID string) error {
+	seen := []string{deploymentID}
+	var uid string
+	if p := o.registry.Get(id); p != nil {
+		uid = string(p.UID)
+		for _, d := range p.SeenDeployments {
+			if d != deploymentID {
+				seen = append(seen, d)
+			}
+		}
+	}
+	slices.Sort(seen)
+	list := make([]any, len(seen))
+	for i, d := range seen {
+		list[i] = d
+	}
+	meta := map[string]any{"name": id, "namespace": o.opts.Namespace}
+	if uid != "" {
+		meta["uid"] = uid
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ltiv1.GroupVersion.String(), "kind": "PlatformRegistration",
+		"metadata": meta, "status": map[string]any{"deploymentIds": list},
+	}}
+	return o.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(launchManager), client.ForceOwnership)
+}
+
+// registrationError maps a dynamic-registration failure to the envelope.
+func registrationError(err error) *httpapi.Error {
+	var de *dynreg.Error
+	var oe *outbound.Error
+	switch {
+	case errors.As(err, &oe):
+		return httpapi.Errorf(http.StatusBadRequest, "URL_NOT_ALLOWED", "The platform URL cannot be used: "+oe.Error()+".")
+	case errors.As(err, &de):
+		status := http.StatusBadGateway
+		if de.Code == "ISSUER_MISMATCH" || de.Code == "INVALID_CONFIGURATION" {
+			status = http.StatusBadRequest
+		}
+		e := httpapi.Errorf(status, de.Code, de.Message)
+		if de.Status != 0 {
+			e.Upstream = &httpapi.Upstream{Status: de.Status}
+		}
+		return e
+	default:
+		return httpapi.Errorf(http.StatusBadGateway, httpapi.CodeUpstream, "The platform could not be reached.")
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

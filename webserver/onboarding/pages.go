@@ -1,0 +1,46 @@
+package onboarding
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"github.com/ltiop/ltiop/webserver/dynreg"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+)
+
+var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Registration failed</title>
+<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}</style></head>
+<body><h1>ltiop could not be registered</h1><p>{{.Description}}</p>
+<p>Error <code>{{.Code}}</code> (HTTP {{.Status}}).</p></body></html>`))
+
+// fail answers the LMS's registration frame: JSON when asked for, else a small page.
+func (o *Onboarding) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		httpapi.WriteError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.WriteHeader(e.Status)
+	_ = errorPage.Execute(w, e)
+}
+
+// closingPage ends the registration in the LMS's frame (T-DR-07).
+func (o *Onboarding) closingPage(w http.ResponseWriter, message string) {
+	nonceBytes := make([]byte, 16)
+	_, _ = rand.Read(nonceBytes)
+	nonce := base64.RawURLEncoding.EncodeToString(nonceBytes)
+	page, err := dynreg.ClosingPage(message, nonce)
+	if err != nil {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The closing page could not be built."))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-"+nonce+"'")
+	_, _ = w.Write([]byte(page))
+}
