@@ -1,6 +1,7 @@
 package toolmode
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -21,21 +22,16 @@ func (t *Tool) Memberships(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	cred, _ := t.credentials(g)
-	page, err := t.services.Memberships(r.Context(), cred, g.MembershipsURL, advantage.MembersQuery{
-		Role: q.Get("role"), Limit: limit, ResourceLinkID: q.Get("resourceLinkId"), URL: q.Get("url"),
+	t.respond(w, r, http.StatusOK, func(ctx context.Context, cred advantage.Credentials) (any, error) {
+		return t.services.Memberships(ctx, cred, g.MembershipsURL, advantage.MembersQuery{
+			Role: q.Get("role"), Limit: limit, ResourceLinkID: q.Get("resourceLinkId"), URL: q.Get("url"),
+		})
 	})
-	if err != nil {
-		httpapi.WriteError(w, upstreamError(err))
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, page)
 }
 
 // LineItems serves GET /api/lineitems.
 func (t *Tool) LineItems(w http.ResponseWriter, r *http.Request) {
-	g := grantFrom(r.Context())
-	container, herr := g.lineItemsContainer()
+	container, herr := grantFrom(r.Context()).lineItemsContainer()
 	q := r.URL.Query()
 	var limit int
 	if herr == nil {
@@ -45,144 +41,115 @@ func (t *Tool) LineItems(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	cred, _ := t.credentials(g)
-	page, err := t.services.LineItems(r.Context(), cred, container, advantage.LineItemsQuery{
-		ResourceLinkID: q.Get("resourceLinkId"), ResourceID: q.Get("resourceId"), Tag: q.Get("tag"),
-		Limit: limit, URL: q.Get("url"),
+	t.respond(w, r, http.StatusOK, func(ctx context.Context, cred advantage.Credentials) (any, error) {
+		return t.services.LineItems(ctx, cred, container, advantage.LineItemsQuery{
+			ResourceLinkID: q.Get("resourceLinkId"), ResourceID: q.Get("resourceId"), Tag: q.Get("tag"),
+			Limit: limit, URL: q.Get("url"),
+		})
 	})
-	if err != nil {
-		httpapi.WriteError(w, upstreamError(err))
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, page)
 }
 
 // CreateLineItem serves POST /api/lineitems.
 func (t *Tool) CreateLineItem(w http.ResponseWriter, r *http.Request) {
-	g := grantFrom(r.Context())
-	container, herr := g.lineItemsContainer()
+	container, herr := grantFrom(r.Context()).lineItemsContainer()
 	var item advantage.LineItem
 	if herr == nil {
-		herr = httpapi.DecodeJSON(r, &item)
-	}
-	if herr == nil {
-		herr = fieldError(advantage.ValidateLineItem(&item))
+		herr = decodeValid(r, &item, func() *advantage.FieldError { return advantage.ValidateLineItem(&item) })
 	}
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	cred, _ := t.credentials(g)
-	created, err := t.services.CreateLineItem(r.Context(), cred, container, item)
-	if err != nil {
-		httpapi.WriteError(w, upstreamError(err))
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusCreated, created)
+	t.respond(w, r, http.StatusCreated, func(ctx context.Context, cred advantage.Credentials) (any, error) {
+		return t.services.CreateLineItem(ctx, cred, container, item)
+	})
 }
 
 // GetLineItem serves GET /api/lineitems/{id}.
 func (t *Tool) GetLineItem(w http.ResponseWriter, r *http.Request) {
-	g := grantFrom(r.Context())
-	id, herr := g.lineItemID(r)
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	cred, _ := t.credentials(g)
-	item, err := t.services.GetLineItem(r.Context(), cred, id)
-	if err != nil {
-		httpapi.WriteError(w, upstreamError(err))
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, item)
+	t.onLineItem(w, r, http.StatusOK, nil, func(ctx context.Context, cred advantage.Credentials, id string) (any, error) {
+		return t.services.GetLineItem(ctx, cred, id)
+	})
 }
 
 // UpdateLineItem serves PUT /api/lineitems/{id}: a full replacement.
 func (t *Tool) UpdateLineItem(w http.ResponseWriter, r *http.Request) {
-	g := grantFrom(r.Context())
-	id, herr := g.lineItemID(r)
 	var item advantage.LineItem
-	if herr == nil {
-		herr = httpapi.DecodeJSON(r, &item)
+	decode := func() *httpapi.Error {
+		return decodeValid(r, &item, func() *advantage.FieldError { return advantage.ValidateLineItem(&item) })
 	}
-	if herr == nil {
-		herr = fieldError(advantage.ValidateLineItem(&item))
-	}
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	cred, _ := t.credentials(g)
-	updated, err := t.services.UpdateLineItem(r.Context(), cred, id, item)
-	if err != nil {
-		httpapi.WriteError(w, upstreamError(err))
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, updated)
+	t.onLineItem(w, r, http.StatusOK, decode, func(ctx context.Context, cred advantage.Credentials, id string) (any, error) {
+		return t.services.UpdateLineItem(ctx, cred, id, item)
+	})
 }
 
 // DeleteLineItem serves DELETE /api/lineitems/{id}.
 func (t *Tool) DeleteLineItem(w http.ResponseWriter, r *http.Request) {
-	g := grantFrom(r.Context())
-	id, herr := g.lineItemID(r)
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	cred, _ := t.credentials(g)
-	if err := t.services.DeleteLineItem(r.Context(), cred, id); err != nil {
-		httpapi.WriteError(w, upstreamError(err))
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	t.onLineItem(w, r, http.StatusNoContent, nil, func(ctx context.Context, cred advantage.Credentials, id string) (any, error) {
+		return nil, t.services.DeleteLineItem(ctx, cred, id)
+	})
 }
 
-// PostScore serves POST /api/lineitems/{id}/scores.
+// PostScore serves POST /api/lineitems/{id}/scores; ltiop sets the timestamp.
 func (t *Tool) PostScore(w http.ResponseWriter, r *http.Request) {
-	g := grantFrom(r.Context())
-	id, herr := g.lineItemID(r)
 	var score advantage.Score
-	if herr == nil {
-		herr = httpapi.DecodeJSON(r, &score)
+	decode := func() *httpapi.Error {
+		return decodeValid(r, &score, func() *advantage.FieldError { return advantage.ValidateScore(&score) })
 	}
-	if herr == nil {
-		herr = fieldError(advantage.ValidateScore(&score))
-	}
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	cred, _ := t.credentials(g)
-	if err := t.services.PostScore(r.Context(), cred, id, score); err != nil {
-		httpapi.WriteError(w, upstreamError(err))
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	t.onLineItem(w, r, http.StatusNoContent, decode, func(ctx context.Context, cred advantage.Credentials, id string) (any, error) {
+		return nil, t.services.PostScore(ctx, cred, id, score)
+	})
 }
 
 // Scores serves GET /api/lineitems/{id}/scores, from the AGS results service.
 func (t *Tool) Scores(w http.ResponseWriter, r *http.Request) {
-	g := grantFrom(r.Context())
-	id, herr := g.lineItemID(r)
 	q := r.URL.Query()
 	var limit int
-	if herr == nil {
-		limit, herr = queryLimit(q.Get("limit"))
+	decode := func() (herr *httpapi.Error) { limit, herr = queryLimit(q.Get("limit")); return herr }
+	t.onLineItem(w, r, http.StatusOK, decode, func(ctx context.Context, cred advantage.Credentials, id string) (any, error) {
+		return t.services.Results(ctx, cred, id, advantage.ResultsQuery{UserID: q.Get("userId"), Limit: limit, URL: q.Get("url")})
+	})
+}
+
+// onLineItem runs a call on the line item {id}: prepare reads the request (nil: nothing
+// to read), then call talks to the platform.
+func (t *Tool) onLineItem(w http.ResponseWriter, r *http.Request, status int, prepare func() *httpapi.Error,
+	call func(context.Context, advantage.Credentials, string) (any, error)) {
+	id, herr := grantFrom(r.Context()).lineItemID(r)
+	if herr == nil && prepare != nil {
+		herr = prepare()
 	}
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	cred, _ := t.credentials(g)
-	page, err := t.services.Results(r.Context(), cred, id, advantage.ResultsQuery{
-		UserID: q.Get("userId"), Limit: limit, URL: q.Get("url"),
-	})
-	if err != nil {
+	t.respond(w, r, status, func(ctx context.Context, cred advantage.Credentials) (any, error) { return call(ctx, cred, id) })
+}
+
+// respond calls the platform with the launch's credentials and writes the answer: the
+// result as JSON, nothing for 204, or the upstream failure in the envelope.
+func (t *Tool) respond(w http.ResponseWriter, r *http.Request, status int, call func(context.Context, advantage.Credentials) (any, error)) {
+	cred, _ := t.credentials(grantFrom(r.Context()))
+	out, err := call(r.Context(), cred)
+	switch {
+	case err != nil:
 		httpapi.WriteError(w, upstreamError(err))
-		return
+	case status == http.StatusNoContent:
+		w.WriteHeader(status)
+	default:
+		httpapi.WriteJSON(w, status, out)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, page)
+}
+
+// decodeValid reads a JSON body into v and validates it, naming the bad field.
+func decodeValid(r *http.Request, v any, validate func() *advantage.FieldError) *httpapi.Error {
+	if herr := httpapi.DecodeJSON(r, v); herr != nil {
+		return herr
+	}
+	if e := validate(); e != nil {
+		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, e.Field+": "+e.Message+".")
+	}
+	return nil
 }
 
 // lineItemsContainer is the launch's line item container URL.
@@ -211,11 +178,4 @@ func queryLimit(v string) (int, *httpapi.Error) {
 		return 0, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, "limit: must be a whole number from 1 to 10000.")
 	}
 	return n, nil
-}
-
-func fieldError(e *advantage.FieldError) *httpapi.Error {
-	if e == nil {
-		return nil
-	}
-	return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, e.Field+": "+e.Message+".")
 }
