@@ -97,9 +97,12 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 		}
 	}
 	setConditions(status, reg, problem)
+	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	if equality.Semantic.DeepEqual(&reg.Status, status) {
-		return ctrl.Result{RequeueAfter: recheck(problem)}, nil // nothing changed: skip the write
+		return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil // nothing changed: skip the write
 	}
 	if problem != nil && !isReportedProblem(&reg.Status, problem) {
 		r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, problem.reason, "Validate", "%s", problem.message)
@@ -109,18 +112,56 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if err := r.Status().Patch(ctx, reg, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{RequeueAfter: recheck(problem)}, nil
+	return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil
 }
 
 // conflictRecheck is how often a registration blocked by a foreign Secret looks again: that
 // Secret is not cached (it is not ours), so its removal raises no event.
 const conflictRecheck = 30 * time.Second
 
-func recheck(p *problem) time.Duration {
-	if p != nil && p.reason == ltiv1.ReasonKeySecretConflict {
+// oauth2Recheck is how often the OAuth2 client Secret is looked at again: it is the
+// integrator's, not cached, so its changes raise no event.
+const oauth2Recheck = 5 * time.Minute
+
+func recheck(reg *ltiv1.PlatformRegistration, p *problem) time.Duration {
+	switch {
+	case p != nil && p.reason == ltiv1.ReasonKeySecretConflict:
 		return conflictRecheck
+	case reg.Spec.OAuth2 != nil:
+		return oauth2Recheck
 	}
 	return 0
+}
+
+// setOAuth2Condition reports whether the OAuth2 broker can serve the registration.
+func (r *PlatformRegistrationReconciler) setOAuth2Condition(ctx context.Context, reg *ltiv1.PlatformRegistration, status *ltiv1.PlatformRegistrationStatus) error {
+	oc := reg.Spec.OAuth2
+	if oc == nil {
+		meta.RemoveStatusCondition(&status.Conditions, ltiv1.ConditionOAuth2Ready)
+		return nil
+	}
+	cond := metav1.Condition{Type: ltiv1.ConditionOAuth2Ready, Status: metav1.ConditionTrue,
+		ObservedGeneration: reg.Generation, Reason: ltiv1.ReasonOAuth2Configured,
+		Message: "The OAuth2 client is configured; /oauth/start/" + reg.Name + " starts the flow."}
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: reg.Namespace, Name: oc.SecretName}, secret)
+	_, _, urlsOK := oc.Endpoints(string(reg.Spec.URL))
+	switch {
+	case apierrors.IsNotFound(err):
+		cond.Status, cond.Reason = metav1.ConditionFalse, ltiv1.ReasonOAuth2SecretMissing
+		cond.Message = fmt.Sprintf("Secret %s does not exist.", oc.SecretName)
+	case err != nil:
+		return err
+	case len(secret.Data[ltiv1.OAuth2SecretClientID]) == 0 || len(secret.Data[ltiv1.OAuth2SecretClientSecret]) == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ltiv1.ReasonOAuth2SecretIncomplete
+		cond.Message = fmt.Sprintf("Secret %s needs the data keys %s and %s.", oc.SecretName,
+			ltiv1.OAuth2SecretClientID, ltiv1.OAuth2SecretClientSecret)
+	case !urlsOK:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ltiv1.ReasonOAuth2URLsRequired
+		cond.Message = "The LMS's authorize and token URLs cannot be derived from the issuer; set spec.oauth2.authorizeUrl and tokenUrl."
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+	return nil
 }
 
 // problem is why a registration is not Ready. Problems need a spec change to go away, so

@@ -377,3 +377,52 @@ var _ = Describe("PlatformRegistration controller", func() {
 		}, time.Second).Should(BeTrue())
 	})
 })
+
+var _ = Describe("PlatformRegistration OAuth2 status", func() {
+	ctx := context.Background()
+	oauthCondition := func(reg *ltiv1.PlatformRegistration) func() *metav1.Condition {
+		return func() *metav1.Condition {
+			cur := get(reg)
+			c := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionOAuth2Ready)
+			if c == nil || c.ObservedGeneration != cur.Generation {
+				return nil
+			}
+			return c
+		}
+	}
+
+	It("says whether the OAuth2 broker can serve the registration, without touching Ready", func() {
+		secretName := uniqueName("oauth")
+		reg := canvasRegistration(uniqueName("oauth"), uniqueName("client"))
+		reg.Spec.OAuth2 = &ltiv1.OAuth2Client{SecretName: secretName}
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		// Canvas Cloud's shared issuer does not tell the school's domain.
+		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonOAuth2SecretMissing))
+		Expect(readyCondition(reg)()).To(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+
+		Expect(k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secretName},
+			StringData: map[string]string{"client_id": "170000000000001"},
+		})).To(Succeed())
+		cur := get(reg)
+		cur.Spec.OAuth2.Scopes = []string{"url:GET|/api/v1/users/:user_id/profile"}
+		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonOAuth2SecretIncomplete))
+
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secretName}, secret)).To(Succeed())
+		secret.Data["client_secret"] = []byte("s3cr3t")
+		Expect(k8s.Update(ctx, secret)).To(Succeed())
+		cur = get(reg)
+		cur.Spec.OAuth2.Scopes = nil
+		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonOAuth2URLsRequired))
+
+		cur = get(reg)
+		cur.Spec.OAuth2.AuthorizeURL = "https://school.instructure.com/login/oauth2/auth"
+		cur.Spec.OAuth2.TokenURL = "https://school.instructure.com/login/oauth2/token"
+		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonOAuth2Configured))
+		Expect(readyCondition(reg)()).To(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+	})
+})

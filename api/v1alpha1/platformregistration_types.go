@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"net/url"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -93,6 +96,71 @@ type PlatformRegistrationSpec struct {
 	// DevMode allows plain http URLs for this registration (local LMS simulators).
 	// +optional
 	DevMode bool `json:"devMode,omitempty"`
+
+	// OAuth2 configures the access-token broker for the LMS's own REST API (Canvas API,
+	// Brightspace Valence) on behalf of users.
+	// +optional
+	OAuth2 *OAuth2Client `json:"oauth2,omitempty"`
+}
+
+// OAuth2Client is the LMS's OAuth2 client for its REST API: a Canvas API developer key or a
+// Brightspace OAuth2 app.
+type OAuth2Client struct {
+	// SecretName names a Secret in this namespace holding the client under the data keys
+	// client_id and client_secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+
+	// AuthorizeURL is the LMS's authorization endpoint. Derived when omitted: for a
+	// self-hosted Canvas <issuer>/login/oauth2/auth, for Brightspace
+	// https://auth.brightspace.com/oauth2/auth. Canvas Cloud shares one issuer across
+	// schools, so there it must be given (https://<school>.instructure.com/login/oauth2/auth).
+	// +optional
+	AuthorizeURL EndpointURL `json:"authorizeUrl,omitempty"`
+
+	// TokenURL is the LMS's token endpoint, derived like AuthorizeURL.
+	// +optional
+	TokenURL EndpointURL `json:"tokenUrl,omitempty"`
+
+	// Scopes are asked for when the integrator names none.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// Endpoints returns the authorize and token URLs, derived from the issuer when not given;
+// ok is false when they cannot be derived.
+func (c *OAuth2Client) Endpoints(issuer string) (authorize, token string, ok bool) {
+	authorize, token = string(c.AuthorizeURL), string(c.TokenURL)
+	if authorize != "" && token != "" {
+		return authorize, token, true
+	}
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return authorize, token, false
+	}
+	host := strings.ToLower(u.Hostname())
+	var dAuth, dToken string
+	switch {
+	case host == "canvas.instructure.com" || host == "canvas.beta.instructure.com" || host == "canvas.test.instructure.com":
+		return authorize, token, false // Canvas Cloud: the school's own domain is not in the issuer
+	case strings.HasSuffix(host, ".brightspace.com") || strings.Contains(host, "d2l"):
+		dAuth, dToken = "https://auth.brightspace.com/oauth2/auth", "https://auth.brightspace.com/core/connect/token"
+	case strings.Contains(host, "instructure") || strings.Contains(host, "canvas"):
+		base := strings.TrimRight(issuer, "/")
+		dAuth, dToken = base+"/login/oauth2/auth", base+"/login/oauth2/token"
+	default:
+		return authorize, token, false
+	}
+	if authorize == "" {
+		authorize = dAuth
+	}
+	if token == "" {
+		token = dToken
+	}
+	return authorize, token, true
 }
 
 // IsActive reports whether launches from the platform are accepted (true when unset).

@@ -23,16 +23,29 @@ const (
 	ConditionReady       = "Ready"
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+	// ConditionOAuth2Ready says whether the OAuth2 broker can serve the registration; it is
+	// present only when spec.oauth2 is set, and does not affect Ready (launches work either way).
+	ConditionOAuth2Ready = "OAuth2Ready"
+)
+
+// Data keys of the OAuth2 client Secret.
+const (
+	OAuth2SecretClientID     = "client_id"
+	OAuth2SecretClientSecret = "client_secret"
 )
 
 // Reasons used on the conditions. They are stable: tools and alerts may match on them.
 const (
-	ReasonReady                 = "Ready"
-	ReasonKeyPending            = "KeyPending"
-	ReasonInvalidAuthConfig     = "InvalidAuthConfig"
-	ReasonInsecureURL           = "InsecureURL"
-	ReasonDuplicateRegistration = "DuplicateRegistration"
-	ReasonKeySecretConflict     = "KeySecretConflict"
-	ReasonKeyCreated            = "KeyCreated"
-	ReasonKeyRegenerated        = "KeyRegenerated"
+	ReasonReady                  = "Ready"
+	ReasonKeyPending             = "KeyPending"
+	ReasonInvalidAuthConfig      = "InvalidAuthConfig"
+	ReasonInsecureURL            = "InsecureURL"
+	ReasonDuplicateRegistration  = "DuplicateRegistration"
+	ReasonKeySecretConflict      = "KeySecretConflict"
+	ReasonKeyCreated             = "KeyCreated"
+	ReasonKeyRegenerated         = "KeyRegenerated"
+	ReasonOAuth2Configured       = "Configured"
+	ReasonOAuth2SecretMissing    = "SecretMissing"
+	ReasonOAuth2SecretIncomplete = "SecretIncomplete"
+	ReasonOAuth2URLsRequired     = "URLsRequired"
 )

@@ -61,6 +61,10 @@ type Config struct {
 	// URLs that come from requests (dynamic registration).
 	OutboundAllowLoopback bool     `json:"outboundAllowLoopback"`
 	OutboundAllowCIDRs    []string `json:"outboundAllowCidrs"`
+	// OAuthReturnURL is the integrator page the OAuth2 broker returns users to (?code=);
+	// OAuthAllowedReturnURLs are others a start request may name.
+	OAuthReturnURL         string   `json:"oauthReturnUrl"`
+	OAuthAllowedReturnURLs []string `json:"oauthAllowedReturnUrls"`
 	// Kubeconfig is the kubeconfig file to use outside a cluster (else KUBECONFIG or in-cluster).
 	Kubeconfig string `json:"kubeconfig"`
 }
@@ -135,6 +139,8 @@ var settings = []setting{
 	{"pre-approval-url", "LTIOP_PRE_APPROVAL_URL", "integrator page that approves dynamic registrations (?registrationId=)", func(c *Config) flag.Value { return (*stringValue)(&c.PreApprovalURL) }},
 	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let dynamic registration reach loopback addresses (local LMS simulators)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
 	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges dynamic registration may reach (on-premises LMSs)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
+	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
+	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
 	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
 }
@@ -241,6 +247,18 @@ func (c *Config) Validate() error {
 	if c.PreApprovalURL != "" {
 		if err := c.checkURL(c.PreApprovalURL); err != nil {
 			add("preApprovalUrl: %v", err)
+		}
+	}
+	for i, u := range append([]string{c.OAuthReturnURL}, c.OAuthAllowedReturnURLs...) {
+		if u == "" {
+			continue
+		}
+		if err := c.checkURL(u); err != nil {
+			name := "oauthReturnUrl"
+			if i > 0 {
+				name = fmt.Sprintf("oauthAllowedReturnUrls[%d]", i-1)
+			}
+			add("%s: %v", name, err)
 		}
 	}
 	if c.ToolLogoURL != "" {
