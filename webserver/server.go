@@ -18,6 +18,7 @@ import (
 
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/toolmode"
@@ -68,6 +69,8 @@ type Deps struct {
 	Tool *toolmode.Tool
 	// Onboarding serves dynamic registration and the manual setup helpers.
 	Onboarding *onboarding.Onboarding
+	// OAuth brokers access tokens for the LMS's own REST API.
+	OAuth *oauthbroker.Broker
 	// Ready reports other readiness conditions than the registry's (e.g. sealing keys
 	// loaded): a non-empty answer names what is still missing.
 	Ready func() string
@@ -107,6 +110,10 @@ func New(opts Options, d Deps) *Server {
 		{"GET", "/register/canvas", http.HandlerFunc(d.Onboarding.CanvasConfiguration)},
 		{"GET", "/api/registrations/{id}", bearer(d.Onboarding.Get)},
 		{"POST", "/api/registrations/{id}/complete", bearer(d.Onboarding.Complete)},
+		{"GET", "/oauth/start/{platformId}", http.HandlerFunc(d.OAuth.Start)},
+		{"GET", "/oauth/callback", http.HandlerFunc(d.OAuth.Callback)},
+		{"POST", "/api/oauth/access-token/{platformId}", bearer(d.OAuth.AccessToken)},
+		{"POST", "/api/oauth/access-token/{platformId}/refresh", bearer(d.OAuth.Refresh)},
 	}
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		s.routes = append(s.routes,

@@ -25,6 +25,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -172,6 +173,10 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		return nil, err
 	}
 
+	broker := oauthbroker.New(oauthbroker.Options{
+		PublicURL: cfg.PublicURL, ReturnURL: cfg.OAuthReturnURL, AllowedReturnURLs: cfg.OAuthAllowedReturnURLs, DevMode: cfg.DevMode,
+	}, reg, (&oauth2Clients{reader: mgr.GetAPIReader(), namespace: cfg.Namespace, cache: map[string]cachedClient{}}).resolve, keyring)
+
 	srv := webserver.New(webserver.Options{
 		Listen:          cfg.Listen,
 		Namespace:       cfg.Namespace,
@@ -180,7 +185,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		KeyWait:         cfg.KeyWait.Duration,
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
 	}, webserver.Deps{
-		Registry: reg, APIKey: apiKey, Writer: mgr.GetClient(), Tool: tool, Onboarding: onboard,
+		Registry: reg, APIKey: apiKey, Writer: mgr.GetClient(), Tool: tool, Onboarding: onboard, OAuth: broker,
 		Ready: func() string {
 			if !keyring.Ready() {
 				return "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."

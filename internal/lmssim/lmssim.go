@@ -59,7 +59,8 @@ type LMS struct {
 	last url.Values // the last authentication request received
 	svc  *services  // nil until EnableServices
 	dl   []dlRequest
-	dr   *dynReg // dynamic registration (dynreg.go)
+	dr   *dynReg      // dynamic registration (dynreg.go)
+	oa   *oauthServer // the REST API's OAuth2 authorization server (oauth.go)
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -112,6 +113,7 @@ func (l *LMS) Handler() http.Handler {
 	mux.HandleFunc("GET "+StartPath, l.start)
 	l.serviceRoutes(mux)
 	l.dynRegRoutes(mux)
+	l.oauthRoutes(mux)
 	return mux
 }
 
