@@ -15,7 +15,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"html/template"
 	"net/http"
 	"strings"
 	"time"
@@ -207,45 +206,8 @@ func bindingCookie(stateID string) string { return "ltiop_oauth_" + stateID }
 // JSON, else a small error page. Never a redirect.
 func (b *Broker) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
 	log.FromContext(r.Context()).Info("oauth2 flow refused", "path", r.URL.Path, "status", e.Status, "code", e.Code)
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		httpapi.WriteError(w, e)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'")
-	w.WriteHeader(e.Status)
-	if err := errorPage.Execute(w, map[string]any{
-		"Status": e.Status, "Code": e.Code, "Description": e.Description,
-		"RequestID": w.Header().Get("X-Request-Id"),
-	}); err != nil {
-		log.FromContext(r.Context()).Error(err, "rendering the OAuth2 error page")
-	}
+	httpapi.WriteErrorPage(w, r, e, "The authorization could not be completed")
 }
-
-// errorPage escapes everything it is given: LMS error texts end up in Description.
-var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Authorization failed</title>
-<style>
-body{font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
-h1{font-size:1.3rem}code{background:#f3f3f3;padding:.1rem .3rem;border-radius:3px}
-.muted{color:#666;font-size:.9rem}
-</style>
-</head>
-<body>
-<h1>The authorization could not be completed</h1>
-<p>{{.Description}}</p>
-<p class="muted">Error <code>{{.Code}}</code> (HTTP {{.Status}}){{if .RequestID}}, request <code>{{.RequestID}}</code>{{end}}. Give these to your administrator if the problem persists.</p>
-</body>
-</html>
-`))
 
 // noStore marks a redirect carrying a state or a code as neither cacheable nor to be
 // sent on as a Referer.

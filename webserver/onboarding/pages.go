@@ -3,30 +3,15 @@ package onboarding
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"html/template"
 	"net/http"
-	"strings"
 
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
-var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Registration failed</title>
-<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}</style></head>
-<body><h1>ltiop could not be registered</h1><p>{{.Description}}</p>
-<p>Error <code>{{.Code}}</code> (HTTP {{.Status}}).</p></body></html>`))
-
 // fail answers the LMS's registration frame: JSON when asked for, else a small page.
 func (o *Onboarding) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		httpapi.WriteError(w, e)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	w.WriteHeader(e.Status)
-	_ = errorPage.Execute(w, e)
+	httpapi.WriteErrorPage(w, r, e, "ltiop could not be registered")
 }
 
 // closingPage ends the registration in the LMS's frame (T-DR-07).

@@ -4,7 +4,6 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,14 +33,7 @@ const storageKeyPrefix = "lti_state_"
 func (t *Tool) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
 	launchesTotal.WithLabelValues(step(r), e.Code).Inc()
 	log.FromContext(r.Context()).Info("launch refused", "path", r.URL.Path, "status", e.Status, "code", e.Code)
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		httpapi.WriteError(w, e)
-		return
-	}
-	t.render(w, e.Status, "error.html", map[string]any{
-		"Status": e.Status, "Code": e.Code, "Description": e.Description,
-		"RequestID": w.Header().Get("X-Request-Id"),
-	})
+	httpapi.WriteErrorPage(w, r, e, "The launch could not be completed")
 }
 
 func step(r *http.Request) string {
