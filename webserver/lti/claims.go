@@ -450,16 +450,8 @@ func (c *Claims) clear(key string) {
 func (c *Claims) decodeResourceLink(val string) {
 	c.ResourceLink = nil
 	c.bad &^= badResourceLink | badResourceLinkID
-	if kindOf(val) != kindObject {
-		c.bad |= badResourceLink
-		return
-	}
 	rl := &ResourceLink{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "id":
 			id, isStr := asString(v)
@@ -470,6 +462,9 @@ func (c *Claims) decodeResourceLink(val string) {
 		case "description":
 			rl.Description = optString(v)
 		}
+	}) {
+		c.bad |= badResourceLink
+		return
 	}
 	c.ResourceLink = rl
 }
@@ -477,15 +472,8 @@ func (c *Claims) decodeResourceLink(val string) {
 func (c *Claims) decodeContext(val string) {
 	c.Context = nil
 	c.bad &^= badContextID
-	if kindOf(val) != kindObject {
-		return // optional claim: tolerated as absent
-	}
 	ctx := &Context{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "id":
 			id, isStr := asString(v)
@@ -498,6 +486,8 @@ func (c *Claims) decodeContext(val string) {
 		case "type":
 			ctx.Type, _ = stringList(v, false)
 		}
+	}) {
+		return // optional claim: tolerated as absent
 	}
 	c.Context = ctx
 }
@@ -505,16 +495,8 @@ func (c *Claims) decodeContext(val string) {
 func (c *Claims) decodeDeepLinking(val string) {
 	c.DeepLinking = nil
 	c.bad &^= badDeepLinking | badDLReturnURL | badDLAcceptTypes | badDLTargets
-	if kindOf(val) != kindObject {
-		c.bad |= badDeepLinking
-		return
-	}
 	dl := &DeepLinkingSettings{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
+	if !eachMember(val, func(k, v string) {
 		null := kindOf(v) == kindNull
 		switch k {
 		case "deep_link_return_url":
@@ -544,6 +526,9 @@ func (c *Claims) decodeDeepLinking(val string) {
 		case "data":
 			dl.Data, dl.DataPresent = asString(v)
 		}
+	}) {
+		c.bad |= badDeepLinking
+		return
 	}
 	c.DeepLinking = dl
 }
@@ -556,15 +541,8 @@ func optBool(raw string) *bool {
 }
 
 func decodeToolPlatform(val string) *ToolPlatform {
-	if kindOf(val) != kindObject {
-		return nil
-	}
 	tp := &ToolPlatform{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return tp
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "guid":
 			tp.GUID = optString(v)
@@ -581,19 +559,15 @@ func decodeToolPlatform(val string) *ToolPlatform {
 		case "version":
 			tp.Version = optString(v)
 		}
+	}) {
+		return nil
 	}
+	return tp
 }
 
 func decodeLaunchPresentation(val string) *LaunchPresentation {
-	if kindOf(val) != kindObject {
-		return nil
-	}
 	lp := &LaunchPresentation{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return lp
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "document_target":
 			lp.DocumentTarget = optString(v)
@@ -606,37 +580,29 @@ func decodeLaunchPresentation(val string) *LaunchPresentation {
 		case "height":
 			lp.Height, _ = asInt(v)
 		}
+	}) {
+		return nil
 	}
+	return lp
 }
 
 func decodeCustom(val string) map[string]string {
-	if kindOf(val) != kindObject {
-		return nil
-	}
 	m := make(map[string]string, 8)
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return m
-		}
+	if !eachMember(val, func(k, v string) {
 		if s, keep := stringify(v); keep {
 			m[k] = s
 		} else {
 			delete(m, k) // null: dropped (a later null overrides an earlier value)
 		}
+	}) {
+		return nil
 	}
+	return m
 }
 
 func decodeLIS(val string) *LIS {
-	if kindOf(val) != kindObject {
-		return nil
-	}
 	l := &LIS{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return l
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "person_sourcedid":
 			l.PersonSourcedID = optString(v)
@@ -645,38 +611,30 @@ func decodeLIS(val string) *LIS {
 		case "course_section_sourcedid":
 			l.CourseSectionSourcedID = optString(v)
 		}
+	}) {
+		return nil
 	}
+	return l
 }
 
 func decodeNRPS(val string) *NRPSClaim {
-	if kindOf(val) != kindObject {
-		return nil
-	}
 	n := &NRPSClaim{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return n
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "context_memberships_url":
 			n.ContextMembershipsURL = optString(v)
 		case "service_versions":
 			n.ServiceVersions, _ = stringList(v, true)
 		}
+	}) {
+		return nil
 	}
+	return n
 }
 
 func decodeAGS(val string) *AGSClaim {
-	if kindOf(val) != kindObject {
-		return nil
-	}
 	a := &AGSClaim{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return a
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "scope":
 			if kindOf(v) == kindString {
@@ -689,19 +647,15 @@ func decodeAGS(val string) *AGSClaim {
 		case "lineitem":
 			a.LineItem = optString(v)
 		}
+	}) {
+		return nil
 	}
+	return a
 }
 
 func decodeForUser(val string) *ForUser {
-	if kindOf(val) != kindObject {
-		return nil
-	}
 	f := &ForUser{}
-	for it := newObjectIter(val); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return f
-		}
+	if !eachMember(val, func(k, v string) {
 		switch k {
 		case "user_id":
 			f.UserID = optString(v)
@@ -718,7 +672,10 @@ func decodeForUser(val string) *ForUser {
 		case "roles":
 			f.Roles, _ = stringList(v, false)
 		}
+	}) {
+		return nil
 	}
+	return f
 }
 
 func splitSpaces(s string) []string {

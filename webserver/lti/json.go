@@ -54,6 +54,21 @@ func newObjectIter(obj string) objectIter {
 	return it
 }
 
+// eachMember calls f with the decoded key and the raw value of every member of val, and
+// reports whether val is an object at all (the claim decoders' common loop).
+func eachMember(val string, f func(key, val string)) bool {
+	if kindOf(val) != kindObject {
+		return false
+	}
+	for it := newObjectIter(val); ; {
+		k, v, ok := it.next()
+		if !ok {
+			return true
+		}
+		f(k, v)
+	}
+}
+
 // next returns the decoded key and the raw value of the next member.
 func (it *objectIter) next() (key, val string, ok bool) {
 	if !it.object || !it.sc.NextMember() {
