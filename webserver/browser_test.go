@@ -50,6 +50,9 @@ window.addEventListener("message", function (e) {
     e.source.postMessage({subject: "lti.put_data.response", message_id: d.message_id, key: d.key, value: d.value}, e.origin);
   } else if (d.subject === "lti.get_data") {
     fetch("/seen?subject=get_data");
+    // T-PS-03: an answer for another message id must be ignored by the tool page; were
+    // it taken, the launch would fail with a wrong binding value.
+    e.source.postMessage({subject: "lti.get_data.response", message_id: "not-" + d.message_id, key: d.key, value: "forged"}, e.origin);
     e.source.postMessage({subject: "lti.get_data.response", message_id: d.message_id, key: d.key,
       value: Object.prototype.hasOwnProperty.call(store, d.key) ? store[d.key] : null}, e.origin);
   }
@@ -58,7 +61,7 @@ window.addEventListener("message", function (e) {
 </body></html>`))
 
 var _ = Describe("Platform storage in a real browser", Ordered, func() {
-	It("completes a launch inside a cross-site iframe without cookies (T-PS-01, T-PS-02)", func() {
+	It("completes a launch inside a cross-site iframe without cookies (T-PS-01, T-PS-02, T-PS-03)", func() {
 		chromium := findChromium()
 		if chromium == "" {
 			if os.Getenv("LTIOP_REQUIRE_BROWSER") != "" {

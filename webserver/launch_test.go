@@ -158,7 +158,9 @@ var _ = Describe("Tool-mode launch", func() {
 		Expect(res.Ltik).NotTo(BeEmpty())
 		Expect(len(res.Ltik)).To(BeNumerically("<", 4096), "the ltik fits in a URL and a header")
 
-		// The authentication request had exactly the OIDC parameters (T-AUTHREQ-01..03).
+		// T-AUTHREQ-01 exactly the OIDC parameters, T-AUTHREQ-05 sent as a GET redirect,
+		// T-AUTHREQ-03 redirect_uri byte-identical to the registered one, T-AUTHREQ-02
+		// nonce and state ≥ 128 bits and distinct.
 		req := lms.LastAuthRequest()
 		keys := []string{}
 		for k := range req {
@@ -196,6 +198,25 @@ var _ = Describe("Tool-mode launch", func() {
 
 		legacy := call("GET", "/api/idtoken", nil, map[string]string{"Authorization": "LTIK-AUTH-V1 Token=" + res.Ltik + ", Additional=Bearer " + apiKey})
 		Expect(legacy.Status).To(Equal(200))
+	})
+
+	It("binds the login to the browser with a SameSite=None; Secure; Partitioned cookie when there is no platform storage (T-PS-04)", func() {
+		lms := newLMS()
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		q := url.Values{"iss": {lms.URL}, "client_id": {lms.ClientID}, "login_hint": {"u"}, "target_link_uri": {publicURL + "/lti/launch"}}
+		res, err := noRedirect.Get(baseURL + "/lti/login?" + q.Encode())
+		Expect(err).NotTo(HaveOccurred())
+		readBody(res)
+		Expect(res.StatusCode).To(Equal(http.StatusFound))
+		cookies := res.Cookies()
+		Expect(cookies).To(HaveLen(1))
+		c := cookies[0]
+		Expect(c.Name).To(HavePrefix("ltiop_state_"))
+		Expect(c.Secure).To(BeTrue())
+		Expect(c.HttpOnly).To(BeTrue())
+		Expect(c.SameSite).To(Equal(http.SameSiteNoneMode))
+		Expect(c.Partitioned).To(BeTrue())
+		Expect(c.MaxAge).To(BeNumerically("<=", 600), "T-STATE-03: the binding lives no longer than the state")
 	})
 
 	It("sends deep-linking launches to the Deep Linking URL", func() {
@@ -305,7 +326,7 @@ var _ = Describe("Tool-mode launch", func() {
 			},
 			Entry("T-TOK-05 / cert No KID", mutation(func(c, h map[string]any) { h["kid"] = nil }), 401, "MISSING_KID"),
 			Entry("T-TOK-08 / cert Incorrect KID", mutation(func(c, h map[string]any) { h["kid"] = "imstester_66067" }), 401, "UNKNOWN_KID"),
-			Entry("T-TOK-11 issuer mismatch", mutation(func(c, h map[string]any) { c["iss"] = c["iss"].(string) + "/" }), 401, "ISSUER_MISMATCH"),
+			Entry("T-TOK-06/07/11 issuer of another platform (the registration comes from the sealed state)", mutation(func(c, h map[string]any) { c["iss"] = c["iss"].(string) + "/" }), 401, "ISSUER_MISMATCH"),
 			Entry("T-TOK-12 audience of another client", mutation(func(c, h map[string]any) { c["aud"] = "someone-else" }), 401, "AUDIENCE_MISMATCH"),
 			Entry("T-TOK-12 untrusted extra audience", mutation(func(c, h map[string]any) { c["aud"] = []string{c["aud"].(string), "other"} }), 401, "AUDIENCE_MISMATCH"),
 			Entry("T-TOK-13 azp of another client", mutation(func(c, h map[string]any) { c["azp"] = "other" }), 401, "AZP_MISMATCH"),

@@ -137,9 +137,9 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, duplicate(other))
 		return
 	}
-	reg, cerr := CreateRegistration(r.Context(), h.Client, h.Namespace, spec, FieldManager)
-	if err := cerr; err != nil {
-		httpapi.WriteError(w, APIServerError(r.Context(), err))
+	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, spec, FieldManager)
+	if createErr != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), createErr))
 		return
 	}
 	log.FromContext(r.Context()).Info("platform registration created", "platform", reg.Name, "url", reg.Spec.URL, "clientId", reg.Spec.ClientID)
@@ -170,9 +170,9 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, duplicate(other))
 		return
 	}
-	generation, aerr := ApplySpec(r.Context(), h.Client, current, spec, FieldManager)
-	if err := aerr; err != nil {
-		httpapi.WriteError(w, APIServerError(r.Context(), err))
+	generation, applyErr := ApplySpec(r.Context(), h.Client, current, spec, FieldManager)
+	if applyErr != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), applyErr))
 		return
 	}
 	h.respondAfterWrite(w, r, current.ID, generation)

@@ -159,6 +159,7 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 	}
 }
 
+// T-TOK-09: only RSA signing keys with alg RS256 (or none) and use sig (or none) are usable.
 func TestParseKeySetKeepsOnlyUsableSigningKeys(t *testing.T) {
 	good, weak := rsaKey(t), func() *rsa.PrivateKey { k, _ := rsa.GenerateKey(rand.Reader, 1024); return k }()
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -67,9 +67,10 @@ type Registry struct {
 	byID      map[string]*Platform
 	byIssuer  map[issuerClient]*Platform // the oldest of each (url, clientId), as the controller decides
 	peers     map[issuerClient][]*Platform
-	keysByUID map[types.UID]*ToolKey // from Secrets, joined to registrations by owner UID
-	secretUID map[string]types.UID   // Secret name -> owner UID, to forget keys of deleted Secrets
-	changed   chan struct{}          // closed and replaced on every change
+	clients   map[string]map[string]struct{} // issuer -> its client ids, for logins without client_id
+	keysByUID map[types.UID]*ToolKey         // from Secrets, joined to registrations by owner UID
+	secretUID map[string]types.UID           // Secret name -> owner UID, to forget keys of deleted Secrets
+	changed   chan struct{}                  // closed and replaced on every change
 
 	jwksMu    sync.Mutex
 	jwks      []byte // marshalled key set, rebuilt lazily after a change
@@ -84,6 +85,7 @@ func New() *Registry {
 		byID:      map[string]*Platform{},
 		byIssuer:  map[issuerClient]*Platform{},
 		peers:     map[issuerClient][]*Platform{},
+		clients:   map[string]map[string]struct{}{},
 		keysByUID: map[types.UID]*ToolKey{},
 		secretUID: map[string]types.UID{},
 		changed:   make(chan struct{}),
@@ -142,6 +144,18 @@ func (r *Registry) Lookup(issuer, clientID string) *Platform {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.byIssuer[issuerClient{issuer, clientID}]
+}
+
+// ByIssuer returns the registration in use for each client of issuer (login initiation
+// without client_id, T-LOGIN-03), without scanning the others.
+func (r *Registry) ByIssuer(issuer string) []*Platform {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Platform, 0, len(r.clients[issuer]))
+	for clientID := range r.clients[issuer] {
+		out = append(out, r.byIssuer[issuerClient{issuer, clientID}])
+	}
+	return out
 }
 
 // Get returns the registration with the given ID (metadata.name), or nil.
@@ -331,6 +345,10 @@ func (r *Registry) setKey(owner types.UID, key *ToolKey) {
 func (r *Registry) index(p *Platform) {
 	k := issuerClient{string(p.Spec.URL), p.Spec.ClientID}
 	r.peers[k] = append(r.peers[k], p)
+	if r.clients[k.issuer] == nil {
+		r.clients[k.issuer] = map[string]struct{}{}
+	}
+	r.clients[k.issuer][k.clientID] = struct{}{}
 	r.elect(k)
 }
 
@@ -339,6 +357,10 @@ func (r *Registry) unindex(p *Platform) {
 	r.peers[k] = slices.DeleteFunc(r.peers[k], func(q *Platform) bool { return q == p })
 	if len(r.peers[k]) == 0 {
 		delete(r.peers, k)
+		delete(r.clients[k.issuer], k.clientID)
+		if len(r.clients[k.issuer]) == 0 {
+			delete(r.clients, k.issuer)
+		}
 	}
 	r.elect(k)
 }

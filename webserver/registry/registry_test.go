@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -189,5 +190,35 @@ func BenchmarkJWKS(b *testing.B) {
 		if len(r.JWKS()) == 0 {
 			b.Fatal("empty")
 		}
+	}
+}
+
+// T-LOGIN-03: logins without client_id find the registrations of their issuer only.
+func TestByIssuer(t *testing.T) {
+	r := New()
+	now := time.Now()
+	r.Apply(registration("a", "https://lms-1", "1", now))
+	r.Apply(registration("b", "https://lms-1", "2", now))
+	r.Apply(registration("c", "https://lms-2", "1", now))
+	r.Apply(registration("dup", "https://lms-1", "2", now.Add(time.Hour))) // newer duplicate of b
+	ids := func(ps []*Platform) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := ids(r.ByIssuer("https://lms-1")); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("ByIssuer(lms-1) = %v, want [a b] (the duplicate is not in use)", got)
+	}
+	r.Forget(registration("a", "https://lms-1", "1", now))
+	r.Forget(registration("b", "https://lms-1", "2", now))
+	if got := ids(r.ByIssuer("https://lms-1")); !slices.Equal(got, []string{"dup"}) {
+		t.Fatalf("after deletions ByIssuer(lms-1) = %v, want [dup]", got)
+	}
+	r.Forget(registration("dup", "https://lms-1", "2", now.Add(time.Hour)))
+	if got := r.ByIssuer("https://lms-1"); len(got) != 0 {
+		t.Fatalf("ByIssuer of a gone issuer = %v", got)
 	}
 }

@@ -136,7 +136,7 @@ func (t *Tool) findPlatform(iss, clientID string) (*registry.Platform, *httpapi.
 	if clientID != "" {
 		p = t.registry.Lookup(iss, clientID)
 	} else {
-		candidates := t.registry.List(func(q *registry.Platform) bool { return string(q.Spec.URL) == iss && usable(q) })
+		candidates := slices.DeleteFunc(t.registry.ByIssuer(iss), func(q *registry.Platform) bool { return !usable(q) })
 		if len(candidates) > 1 {
 			return nil, loginErr(CodeAmbiguousPlatform,
 				"Several registrations share this issuer; the platform must send client_id with the login.")
