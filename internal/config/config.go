@@ -34,6 +34,13 @@ type Config struct {
 	// LaunchURL and DeepLinkingURL are the integrator's pages launches are sent to.
 	LaunchURL      string `json:"launchUrl"`
 	DeepLinkingURL string `json:"deepLinkingUrl"`
+	// Platform mode (ltiop launching external tools for the integrator): the issuer of the
+	// id_tokens, and the integrator's pages the authorization endpoint sends launches to
+	// (?payload=) and that receive the content items of deep-linking responses.
+	PlatformIssuer               string `json:"platformIssuer"`
+	PlatformLaunchURL            string `json:"platformLaunchUrl"`
+	PlatformDeepLinkingURL       string `json:"platformDeepLinkingUrl"`
+	PlatformDeepLinkingReturnURL string `json:"platformDeepLinkingReturnUrl"`
 	// DevMode accepts plain http and loopback URLs, for local work only.
 	DevMode bool `json:"devMode"`
 	// LeaderElection makes replicas elect one to run the controllers; the web server runs on all.
@@ -125,6 +132,10 @@ var settings = []setting{
 	{"api-key-secret-key", "LTIOP_API_KEY_SECRET_KEY", "data key of the API key inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecretKey) }},
 	{"launch-url", "LTIOP_LAUNCH_URL", "integrator page that receives launches (?ltik=)", func(c *Config) flag.Value { return (*stringValue)(&c.LaunchURL) }},
 	{"deep-linking-url", "LTIOP_DEEP_LINKING_URL", "integrator page that receives deep-linking launches", func(c *Config) flag.Value { return (*stringValue)(&c.DeepLinkingURL) }},
+	{"platform-issuer", "LTIOP_PLATFORM_ISSUER", "platform mode: issuer of the id_tokens sent to tools (default: the public URL)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformIssuer) }},
+	{"platform-launch-url", "LTIOP_PLATFORM_LAUNCH_URL", "platform mode: integrator page that answers tool launches (?payload=)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformLaunchURL) }},
+	{"platform-deep-linking-url", "LTIOP_PLATFORM_DEEP_LINKING_URL", "platform mode: integrator page that answers deep-linking launches (default: the platform launch URL)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformDeepLinkingURL) }},
+	{"platform-deep-linking-return-url", "LTIOP_PLATFORM_DEEP_LINKING_RETURN_URL", "platform mode: integrator page that receives the content items tools return (default: the platform deep-linking URL)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformDeepLinkingReturnURL) }},
 	{"dev-mode", "LTIOP_DEV_MODE", "accept http and loopback URLs (local development only)", func(c *Config) flag.Value { return (*boolValue)(&c.DevMode) }},
 	{"leader-elect", "LTIOP_LEADER_ELECT", "elect one replica to run the controllers", func(c *Config) flag.Value { return (*boolValue)(&c.LeaderElection) }},
 	{"max-body-bytes", "LTIOP_MAX_BODY_BYTES", "largest request body accepted", func(c *Config) flag.Value { return (*int64Value)(&c.MaxBodyBytes) }},
@@ -211,7 +222,16 @@ func (c *Config) Validate() error {
 	} else if u, _ := url.Parse(c.PublicURL); u.RawQuery != "" || u.Fragment != "" {
 		add("publicUrl: must not carry a query or fragment")
 	}
-	for name, v := range map[string]string{"launchUrl": c.LaunchURL, "deepLinkingUrl": c.DeepLinkingURL} {
+	if c.PlatformIssuer != "" {
+		if err := c.checkURL(c.PlatformIssuer); err != nil {
+			add("platformIssuer: %v", err)
+		} else if u, _ := url.Parse(c.PlatformIssuer); u.RawQuery != "" || u.Fragment != "" {
+			add("platformIssuer: must not carry a query or fragment")
+		}
+	}
+	for name, v := range map[string]string{"launchUrl": c.LaunchURL, "deepLinkingUrl": c.DeepLinkingURL,
+		"platformLaunchUrl": c.PlatformLaunchURL, "platformDeepLinkingUrl": c.PlatformDeepLinkingURL,
+		"platformDeepLinkingReturnUrl": c.PlatformDeepLinkingReturnURL} {
 		if v != "" {
 			if err := c.checkURL(v); err != nil {
 				add("%s: %v", name, err)
@@ -368,3 +388,25 @@ func (v *durationValue) Set(s string) error {
 	return err
 }
 func (v *durationValue) String() string { return time.Duration(*v).String() }
+
+// PlatformMode is the platform-mode configuration with its defaults applied.
+type PlatformMode struct {
+	Issuer, LaunchURL, DeepLinkingURL, DeepLinkingReturnURL string
+}
+
+// Platform returns the platform-mode settings: the issuer defaults to the public URL, the
+// deep-linking page to the launch page, and the return page to the deep-linking page.
+func (c *Config) Platform() PlatformMode {
+	p := PlatformMode{Issuer: c.PlatformIssuer, LaunchURL: c.PlatformLaunchURL,
+		DeepLinkingURL: c.PlatformDeepLinkingURL, DeepLinkingReturnURL: c.PlatformDeepLinkingReturnURL}
+	if p.Issuer == "" {
+		p.Issuer = c.PublicURL
+	}
+	if p.DeepLinkingURL == "" {
+		p.DeepLinkingURL = p.LaunchURL
+	}
+	if p.DeepLinkingReturnURL == "" {
+		p.DeepLinkingReturnURL = p.DeepLinkingURL
+	}
+	return p
+}
