@@ -435,7 +435,10 @@ func (r *PlatformRegistrationReconciler) peers(ctx context.Context, obj client.O
 
 // SetupIndexes adds the field indexes the controller and the web server read.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, IndexByIssuerClient)
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, IndexByIssuerClient); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.ToolRegistration{}, IndexToolClientID, IndexByToolClientID)
 }
 
 // rateLimiter backs off failing reconciles from 1 s to 5 min, so an API server outage

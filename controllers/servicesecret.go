@@ -24,6 +24,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/webserver/sessions"
+	"github.com/ltiop/ltiop/webserver/signing"
 )
 
 // Labels, annotations and event reasons of the service Secret.
@@ -39,18 +40,31 @@ const (
 	AnnotationRotateSealingKey = "lti.ltiop.dev/rotate-sealing-key"
 	// AnnotationRotatedSealingKey is the value of AnnotationRotateSealingKey last served.
 	AnnotationRotatedSealingKey = "lti.ltiop.dev/rotated-sealing-key"
+	// AnnotationRotatePlatformKey asks for a new platform signing key, like
+	// AnnotationRotateSealingKey; the value served is copied to AnnotationRotatedPlatformKey.
+	AnnotationRotatePlatformKey = "lti.ltiop.dev/rotate-platform-key"
+	// AnnotationRotatedPlatformKey is the value of AnnotationRotatePlatformKey last served.
+	AnnotationRotatedPlatformKey = "lti.ltiop.dev/rotated-platform-key"
 
 	ReasonSealingKeyringCreated     = "SealingKeyringCreated"
 	ReasonSealingKeyringRegenerated = "SealingKeyringRegenerated"
 	ReasonSealingKeyRotated         = "SealingKeyRotated"
 	ReasonSealingKeysRetired        = "SealingKeysRetired"
 	ReasonServiceSecretConflict     = "ServiceSecretConflict"
+	ReasonPlatformKeyCreated        = "PlatformKeyCreated"
+	ReasonPlatformKeyRegenerated    = "PlatformKeyRegenerated"
+	ReasonPlatformKeyRotated        = "PlatformKeyRotated"
+	ReasonPlatformKeysRetired       = "PlatformKeysRetired"
 
 	// DefaultActivationDelay is how long a new key only opens before it seals: every
 	// replica's informer has it by then.
 	DefaultActivationDelay = 60 * time.Second
-	// DefaultRetireAfter is how long a key stays after its successor starts sealing: the
-	// longest-lived token, the ltik, lives 24 hours.
+	// DefaultPlatformKeyActivationDelay is how long a new platform signing key is only
+	// published before it signs: tools may cache ltiop's platform JWKS for the 5 minutes its
+	// response allows, and every replica's informer has the key well before then.
+	DefaultPlatformKeyActivationDelay = 10 * time.Minute
+	// DefaultRetireAfter is how long a key stays after its successor starts sealing (or
+	// signing): the longest-lived token, the ltik, lives 24 hours.
 	DefaultRetireAfter = 25 * time.Hour
 )
 
@@ -58,11 +72,19 @@ const (
 // not labelled, so not cached, and its removal raises no event.
 const serviceSecretRecheck = time.Minute
 
-// ServiceSecretReconciler keeps the service Secret: the sealing keyring of ltiks, service
-// keys, states and message hints (sessions.SecretKeyKeyring). It creates the keyring, adds a
-// key when asked to rotate, and retires keys once no token they sealed can still be valid.
-// A key is never silently replaced: a new key is published ActivationDelay before anyone
-// seals with it, and the old one stays RetireAfter after that.
+// ServiceSecretReconciler keeps the service Secret, which holds two key sets:
+//
+//   - the sealing keyring of ltiks, service keys, states and message hints
+//     (sessions.SecretKeyKeyring), rotated with AnnotationRotateSealingKey;
+//   - the platform-mode signing keys (signing.SecretKeyPlatformKeys), RSA keys ltiop signs
+//     id_tokens and access tokens with as a platform and publishes in its platform JWKS,
+//     rotated with AnnotationRotatePlatformKey.
+//
+// For each it creates a first key, adds a key when asked to rotate, and retires keys once no
+// token they made can still be in use. A key is never silently replaced: a new sealing key
+// is held by every replica ActivationDelay before anyone seals with it, a new signing key is
+// in the JWKS PlatformKeyActivationDelay before anyone signs with it, and the old key stays
+// RetireAfter after that.
 //
 // It is safe with several replicas: the Secret is created after a read from the API
 // server (AlreadyExists means another replica won), and updated with optimistic locking.
@@ -75,9 +97,11 @@ type ServiceSecretReconciler struct {
 	// Namespace and Name locate the Secret; Name defaults to sessions.DefaultSecretName.
 	Namespace string
 	Name      string
-	// ActivationDelay defaults to DefaultActivationDelay, RetireAfter to DefaultRetireAfter.
-	ActivationDelay time.Duration
-	RetireAfter     time.Duration
+	// ActivationDelay defaults to DefaultActivationDelay, PlatformKeyActivationDelay to
+	// DefaultPlatformKeyActivationDelay, RetireAfter (for both key sets) to DefaultRetireAfter.
+	ActivationDelay            time.Duration
+	PlatformKeyActivationDelay time.Duration
+	RetireAfter                time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -108,6 +132,13 @@ func (r *ServiceSecretReconciler) activationDelay() time.Duration {
 	return DefaultActivationDelay
 }
 
+func (r *ServiceSecretReconciler) platformKeyActivationDelay() time.Duration {
+	if r.PlatformKeyActivationDelay > 0 {
+		return r.PlatformKeyActivationDelay
+	}
+	return DefaultPlatformKeyActivationDelay
+}
+
 func (r *ServiceSecretReconciler) retireAfter() time.Duration {
 	if r.RetireAfter > 0 {
 		return r.RetireAfter
@@ -115,7 +146,7 @@ func (r *ServiceSecretReconciler) retireAfter() time.Duration {
 	return DefaultRetireAfter
 }
 
-// Reconcile creates the service Secret, or brings its keyring up to date.
+// Reconcile creates the service Secret, or brings its key sets up to date.
 func (r *ServiceSecretReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := r.SecretKey()
 	if req.NamespacedName != key {
@@ -138,7 +169,7 @@ func (r *ServiceSecretReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if secret.Type != sessions.SecretType {
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonServiceSecretConflict, "Validate",
-			"Secret %s has type %q, not %q, so it cannot hold ltiop's sealing keys; delete it or configure another service Secret name.",
+			"Secret %s has type %q, not %q, so it cannot hold ltiop's sealing and signing keys; delete it or configure another service Secret name.",
 			key.Name, secret.Type, sessions.SecretType)
 		return ctrl.Result{RequeueAfter: serviceSecretRecheck}, nil
 	}
@@ -153,13 +184,137 @@ func (r *ServiceSecretReconciler) labels(secret *corev1.Secret) {
 	secret.Labels[LabelComponent] = ComponentServiceKeys
 }
 
-// create makes the Secret with a keyring of one key, sealing from now.
+// keySet describes one key set of the service Secret — the sealing keyring or the platform
+// signing keys — to the code they share: creation, repair, rotation on request, retirement.
+type keySet[K any] struct {
+	dataKey         string // data key in the Secret
+	rotate, rotated string // annotations: the rotation asked for, the one last served
+	activationDelay time.Duration
+	newKey          func(now time.Time, activationDelay time.Duration) (K, error)
+	encode          func([]K) ([]byte, error)
+	decode          func([]byte) ([]K, error)
+	sort            func([]K)
+	id              func(K) string
+	notBefore       func(K) time.Time
+}
+
+func (r *ServiceSecretReconciler) sealingKeys() keySet[sessions.Key] {
+	return keySet[sessions.Key]{
+		dataKey: sessions.SecretKeyKeyring,
+		rotate:  AnnotationRotateSealingKey, rotated: AnnotationRotatedSealingKey,
+		activationDelay: r.activationDelay(),
+		newKey:          sessions.NewKey,
+		encode:          sessions.EncodeKeyring,
+		decode:          sessions.DecodeKeyring,
+		sort:            sessions.SortKeys,
+		id:              func(k sessions.Key) string { return k.ID },
+		notBefore:       func(k sessions.Key) time.Time { return k.NotBefore },
+	}
+}
+
+func (r *ServiceSecretReconciler) platformKeys() keySet[signing.Key] {
+	return keySet[signing.Key]{
+		dataKey: signing.SecretKeyPlatformKeys,
+		rotate:  AnnotationRotatePlatformKey, rotated: AnnotationRotatedPlatformKey,
+		activationDelay: r.platformKeyActivationDelay(),
+		newKey:          signing.NewKey,
+		encode:          signing.EncodeKeys,
+		decode:          signing.DecodeKeys,
+		sort:            signing.SortKeys,
+		id:              func(k signing.Key) string { return k.ID },
+		notBefore:       func(k signing.Key) time.Time { return k.NotBefore },
+	}
+}
+
+// keySetChange is what was done to one key set, for the events once the Secret is written.
+type keySetChange struct {
+	created     string    // the id of the first key, when the set was missing
+	regenerated string    // the id of the new key, when the set was unreadable
+	unreadable  error     // why it was
+	added       string    // the id of the key added on request
+	addedFrom   time.Time // when that key starts sealing or signing
+	rotateTo    string    // the rotation request served
+	retired     []string  // the ids of the keys retired
+	next        time.Time // when a key next activates or becomes due for retirement (zero: never)
+}
+
+// initial returns a new key set of one key, active from now.
+func (ks keySet[K]) initial(now time.Time) ([]byte, keySetChange, error) {
+	k, err := ks.newKey(now, 0)
+	if err != nil {
+		return nil, keySetChange{}, err
+	}
+	data, err := ks.encode([]K{k})
+	if err != nil {
+		return nil, keySetChange{}, err
+	}
+	return data, keySetChange{created: ks.id(k)}, nil
+}
+
+// keep brings the key set of secret up to date at now: it creates or repairs it, serves a
+// rotation request, and retires keys whose successor has been active retireAfter. It
+// changes secret (its data and the served-rotation annotation) only where needed.
+func (ks keySet[K]) keep(secret *corev1.Secret, now time.Time, retireAfter time.Duration) (keySetChange, error) {
+	var c keySetChange
+	keys, decodeErr := ks.decode(secret.Data[ks.dataKey])
+	changed := false
+	if decodeErr != nil {
+		// No key set yet (a Secret made by hand, by a chart or by an older ltiop), or
+		// unreadable data, which is of no use: a new set, active at once (there is no older
+		// key that anyone could be using instead).
+		k, err := ks.newKey(now, 0)
+		if err != nil {
+			return c, err
+		}
+		keys, changed = []K{k}, true
+		if _, had := secret.Data[ks.dataKey]; had {
+			c.regenerated, c.unreadable = ks.id(k), decodeErr
+		} else {
+			c.created = ks.id(k)
+		}
+	}
+
+	rotateTo := secret.Annotations[ks.rotate]
+	if rotateTo != "" && rotateTo != secret.Annotations[ks.rotated] {
+		if decodeErr == nil { // a fresh set is already a new key
+			k, err := ks.newKey(now, ks.activationDelay)
+			if err != nil {
+				return c, err
+			}
+			keys, changed = append(keys, k), true
+			c.added, c.addedFrom = ks.id(k), ks.notBefore(k)
+		}
+		secret.Annotations[ks.rotated] = rotateTo
+		c.rotateTo = rotateTo
+	}
+
+	keys, retired, next := retireKeys(keys, now, retireAfter, ks.sort, ks.notBefore)
+	for _, k := range retired {
+		c.retired = append(c.retired, ks.id(k))
+	}
+	c.next = next
+	if changed || len(retired) > 0 {
+		data, err := ks.encode(keys)
+		if err != nil {
+			return c, err
+		}
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		secret.Data[ks.dataKey] = data
+	}
+	return c, nil
+}
+
+// create makes the Secret with a sealing keyring of one key and one platform signing key,
+// both active from now.
 func (r *ServiceSecretReconciler) create(ctx context.Context) (ctrl.Result, error) {
-	key, err := sessions.NewKey(r.now(), 0)
+	now := r.now()
+	sealing, sealingChange, err := r.sealingKeys().initial(now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	data, err := sessions.EncodeKeyring([]sessions.Key{key})
+	platform, platformChange, err := r.platformKeys().initial(now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -167,69 +322,41 @@ func (r *ServiceSecretReconciler) create(ctx context.Context) (ctrl.Result, erro
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name},
 		Type:       sessions.SecretType,
-		Data:       map[string][]byte{sessions.SecretKeyKeyring: data},
+		Data: map[string][]byte{
+			sessions.SecretKeyKeyring:     sealing,
+			signing.SecretKeyPlatformKeys: platform,
+		},
 	}
 	r.labels(secret)
 	if err := r.Create(ctx, secret); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			// Another replica won: its keyring is the one. Look at it shortly.
+			// Another replica won: its keys are the ones. Look at them shortly.
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeyringCreated, "CreateKeyring",
-		"Created the sealing keyring with key %s.", key.ID)
+	r.sealingKeyEvents(secret, sealingChange)
+	r.platformKeyEvents(secret, platformChange)
 	return ctrl.Result{}, nil
 }
 
-// update rotates, retires and repairs the keyring of an existing Secret.
+// update creates, repairs, rotates and retires the keys of an existing Secret, in one
+// optimistically locked patch.
 func (r *ServiceSecretReconciler) update(ctx context.Context, secret *corev1.Secret) (ctrl.Result, error) {
 	now := r.now()
 	orig := secret.DeepCopy()
-	keys, decodeErr := sessions.DecodeKeyring(secret.Data[sessions.SecretKeyKeyring])
-	changed := false
-	var fresh, added *sessions.Key
-	if decodeErr != nil {
-		// No keyring yet (a Secret made by hand or by a chart), or unreadable data, which
-		// opens nothing: a new keyring, sealing at once (there is no older key that replicas
-		// could be using instead).
-		k, err := sessions.NewKey(now, 0)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		keys, fresh, changed = []sessions.Key{k}, &k, true
+	sealing, err := r.sealingKeys().keep(secret, now, r.retireAfter())
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-
-	rotateTo := secret.Annotations[AnnotationRotateSealingKey]
-	if rotateTo != "" && rotateTo != secret.Annotations[AnnotationRotatedSealingKey] {
-		if fresh == nil { // a fresh keyring is already a new key
-			k, err := sessions.NewKey(now, r.activationDelay())
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			keys, added, changed = append(keys, k), &k, true
-		}
-		secret.Annotations[AnnotationRotatedSealingKey] = rotateTo
-	}
-
-	keys, retired, next := retireSealingKeys(keys, now, r.retireAfter())
-	if len(retired) > 0 {
-		changed = true
-	}
-	if changed {
-		data, err := sessions.EncodeKeyring(keys)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if secret.Data == nil {
-			secret.Data = map[string][]byte{}
-		}
-		secret.Data[sessions.SecretKeyKeyring] = data
+	platform, err := r.platformKeys().keep(secret, now, r.retireAfter())
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	r.labels(secret)
 
 	result := ctrl.Result{}
-	if !next.IsZero() {
+	if next := earliest(sealing.next, platform.next); !next.IsZero() {
 		result.RequeueAfter = max(next.Sub(now), time.Second)
 	}
 	if equality.Semantic.DeepEqual(orig, secret) {
@@ -245,41 +372,76 @@ func (r *ServiceSecretReconciler) update(ctx context.Context, secret *corev1.Sec
 		}
 		return ctrl.Result{}, err
 	}
-
-	_, hadKeyring := orig.Data[sessions.SecretKeyKeyring]
-	if fresh != nil && !hadKeyring {
-		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeyringCreated, "CreateKeyring",
-			"Created the sealing keyring with key %s.", fresh.ID)
-	} else if fresh != nil {
-		r.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonSealingKeyringRegenerated, "RegenerateKeyring",
-			"Secret %s held no readable sealing keyring (%v); generated a new keyring with key %s. Tokens sealed before "+
-				"(ltiks, service keys, login states, message hints) can no longer be opened: users must launch again from "+
-				"their LMS and background jobs need a new service key.", secret.Name, decodeErr, fresh.ID)
-	}
-	if added != nil {
-		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeyRotated, "RotateKey",
-			"Added sealing key %s for %s=%q. It seals from %s, once every replica has it; earlier keys keep opening tokens until they are retired.",
-			added.ID, AnnotationRotateSealingKey, rotateTo, added.NotBefore.Format(time.RFC3339))
-	}
-	if len(retired) > 0 {
-		ids := make([]string, len(retired))
-		for i, k := range retired {
-			ids[i] = k.ID
-		}
-		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeysRetired, "RetireKeys",
-			"Retired sealing key(s) %s: their successor has sealed for %s, so every token they sealed has expired.",
-			strings.Join(ids, ", "), r.retireAfter())
-	}
+	r.sealingKeyEvents(secret, sealing)
+	r.platformKeyEvents(secret, platform)
 	return result, nil
 }
 
-// retireSealingKeys drops the keys whose successor (the next key in sealing order) became
-// active at least retireAfter before now; the newest key always stays. It returns the keys
-// kept (in sealing order), those retired, and the next instant at which a kept key
-// activates or becomes due for retirement (zero if none).
-func retireSealingKeys(keys []sessions.Key, now time.Time, retireAfter time.Duration) (kept, retired []sessions.Key, next time.Time) {
-	sorted := append([]sessions.Key(nil), keys...)
-	sessions.SortKeys(sorted)
+// earliest returns the earlier of two instants, ignoring zero ones.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// sealingKeyEvents records what was done to the sealing keyring.
+func (r *ServiceSecretReconciler) sealingKeyEvents(secret *corev1.Secret, c keySetChange) {
+	if c.created != "" {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeyringCreated, "CreateKeyring",
+			"Created the sealing keyring with key %s.", c.created)
+	}
+	if c.regenerated != "" {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonSealingKeyringRegenerated, "RegenerateKeyring",
+			"Secret %s held no readable sealing keyring (%v); generated a new keyring with key %s. Tokens sealed before "+
+				"(ltiks, service keys, login states, message hints) can no longer be opened: users must launch again from "+
+				"their LMS and background jobs need a new service key.", secret.Name, c.unreadable, c.regenerated)
+	}
+	if c.added != "" {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeyRotated, "RotateKey",
+			"Added sealing key %s for %s=%q. It seals from %s, once every replica has it; earlier keys keep opening tokens until they are retired.",
+			c.added, AnnotationRotateSealingKey, c.rotateTo, c.addedFrom.Format(time.RFC3339))
+	}
+	if len(c.retired) > 0 {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeysRetired, "RetireKeys",
+			"Retired sealing key(s) %s: their successor has sealed for %s, so every token they sealed has expired.",
+			strings.Join(c.retired, ", "), r.retireAfter())
+	}
+}
+
+// platformKeyEvents records what was done to the platform signing keys.
+func (r *ServiceSecretReconciler) platformKeyEvents(secret *corev1.Secret, c keySetChange) {
+	if c.created != "" {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonPlatformKeyCreated, "CreatePlatformKey",
+			"Created the platform signing key %s; it signs at once and is published in the platform JWKS.", c.created)
+	}
+	if c.regenerated != "" {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonPlatformKeyRegenerated, "RegeneratePlatformKey",
+			"Secret %s held no readable platform signing keys (%v); generated a new key %s, which signs at once. Tools "+
+				"must fetch the platform JWKS again to accept the id_tokens ltiop sends them (most do when they meet an "+
+				"unknown kid; one that pinned the old key must be given the new one), and access tokens ltiop issued "+
+				"before are no longer accepted.", secret.Name, c.unreadable, c.regenerated)
+	}
+	if c.added != "" {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonPlatformKeyRotated, "RotatePlatformKey",
+			"Added platform signing key %s for %s=%q. It is in the platform JWKS now and signs from %s, once tools "+
+				"that cache the JWKS have fetched it; earlier keys stay published until they are retired.",
+			c.added, AnnotationRotatePlatformKey, c.rotateTo, c.addedFrom.Format(time.RFC3339))
+	}
+	if len(c.retired) > 0 {
+		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonPlatformKeysRetired, "RetirePlatformKeys",
+			"Retired platform signing key(s) %s: their successor has signed for %s, so no token they signed is still in use.",
+			strings.Join(c.retired, ", "), r.retireAfter())
+	}
+}
+
+// retireKeys drops the keys whose successor (the next key in sort order, the order in which
+// keys become active) became active at least retireAfter before now; the newest key always
+// stays. It returns the keys kept (in that order), those retired, and the next instant at
+// which a kept key activates or becomes due for retirement (zero if none).
+func retireKeys[K any](keys []K, now time.Time, retireAfter time.Duration, sortKeys func([]K), notBefore func(K) time.Time) (kept, retired []K, next time.Time) {
+	sorted := append([]K(nil), keys...)
+	sortKeys(sorted)
 	soonest := func(t time.Time) {
 		if t.After(now) && (next.IsZero() || t.Before(next)) {
 			next = t
@@ -287,14 +449,14 @@ func retireSealingKeys(keys []sessions.Key, now time.Time, retireAfter time.Dura
 	}
 	for i, k := range sorted {
 		if i < len(sorted)-1 {
-			due := sorted[i+1].NotBefore.Add(retireAfter)
+			due := notBefore(sorted[i+1]).Add(retireAfter)
 			if !now.Before(due) {
 				retired = append(retired, k)
 				continue
 			}
 			soonest(due)
 		}
-		soonest(k.NotBefore)
+		soonest(notBefore(k))
 		kept = append(kept, k)
 	}
 	return kept, retired, next

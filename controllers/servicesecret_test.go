@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +25,7 @@ import (
 	"github.com/ltiop/ltiop/internal/app"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/webserver/sessions"
+	"github.com/ltiop/ltiop/webserver/signing"
 )
 
 var serviceSecretCounter atomic.Int32
@@ -46,6 +49,22 @@ func (c staleClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	}
 	c.secret.DeepCopyInto(obj.(*corev1.Secret))
 	return nil
+}
+
+// writeCounter counts the writes made through it.
+type writeCounter struct {
+	client.Client
+	writes atomic.Int32
+}
+
+func (c *writeCounter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.writes.Add(1)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *writeCounter) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.writes.Add(1)
+	return c.Client.Update(ctx, obj, opts...)
 }
 
 var _ = Describe("Service Secret controller", func() {
@@ -86,19 +105,39 @@ var _ = Describe("Service Secret controller", func() {
 		Expect(err).NotTo(HaveOccurred())
 		return keys
 	}
+	// createdEvents takes the events of a new Secret: the sealing keyring's, then the
+	// platform key's.
+	createdEvents := func() {
+		GinkgoHelper()
+		var event string
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Normal " + controllers.ReasonSealingKeyringCreated + " "))
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Normal " + controllers.ReasonPlatformKeyCreated + " "))
+	}
 	noMoreEvents := func() {
 		GinkgoHelper()
 		Consistently(recorder.Events, 100*time.Millisecond).ShouldNot(Receive())
 	}
-	annotate := func(value string) {
+	annotateWith := func(annotation, value string) {
 		GinkgoHelper()
 		s := current()
 		patch := client.MergeFrom(s.DeepCopy())
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
-		s.Annotations[controllers.AnnotationRotateSealingKey] = value
+		s.Annotations[annotation] = value
 		Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+	}
+	annotate := func(value string) {
+		GinkgoHelper()
+		annotateWith(controllers.AnnotationRotateSealingKey, value)
+	}
+	platformKeysOf := func(s *corev1.Secret) []signing.Key {
+		GinkgoHelper()
+		keys, err := signing.DecodeKeys(s.Data[signing.SecretKeyPlatformKeys])
+		Expect(err).NotTo(HaveOccurred())
+		return keys
 	}
 
 	It("creates the labelled Secret with one key that seals at once", func() {
@@ -114,6 +153,9 @@ var _ = Describe("Service Secret controller", func() {
 		Expect(keys[0].Secret).To(HaveLen(sessions.KeySize))
 		Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf("Normal %s Created the sealing keyring with key %s.",
 			controllers.ReasonSealingKeyringCreated, keys[0].ID))))
+		var event string
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Normal " + controllers.ReasonPlatformKeyCreated + " "))
 
 		// The keyring seals and opens.
 		ring, err := sessions.NewKeyring(keys)
@@ -127,7 +169,7 @@ var _ = Describe("Service Secret controller", func() {
 	It("never replaces a readable keyring", func() {
 		reconcile()
 		before := current()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 
 		now = now.Add(30 * 24 * time.Hour) // a single key is never retired, however old
 		Expect(reconcile()).To(Equal(ctrl.Result{}))
@@ -141,7 +183,7 @@ var _ = Describe("Service Secret controller", func() {
 	It("does not create a second keyring when its cache is behind: the other replica won", func() {
 		reconcile()
 		before := current()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 
 		stale := *r
 		stale.Client, stale.APIReader = staleClient{Client: k8s}, staleClient{Client: k8s}
@@ -154,7 +196,7 @@ var _ = Describe("Service Secret controller", func() {
 
 	It("replaces an unreadable keyring and warns that earlier tokens are lost", func() {
 		reconcile()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 		s := current()
 		s.Data[sessions.SecretKeyKeyring] = []byte("not a keyring")
 		s.Data["other"] = []byte("kept")
@@ -176,7 +218,7 @@ var _ = Describe("Service Secret controller", func() {
 
 	It("adds a key on request that seals only after the activation delay", func() {
 		reconcile()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 		first := keysOf(current())[0]
 
 		annotate("2026-03-01")
@@ -211,7 +253,7 @@ var _ = Describe("Service Secret controller", func() {
 
 	It("retires a key RetireAfter after its successor activates, keeping the newest", func() {
 		reconcile()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 		first := keysOf(current())[0]
 		annotate("rotate")
 		reconcile()
@@ -244,7 +286,7 @@ var _ = Describe("Service Secret controller", func() {
 	It("retires on its own schedule with a custom RetireAfter, and requeues at the next instant", func() {
 		r.ActivationDelay, r.RetireAfter = 10*time.Second, time.Hour
 		reconcile()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 		annotate("a")
 		Expect(reconcile().RequeueAfter).To(Equal(10 * time.Second))
 		now = now.Add(time.Minute)
@@ -260,7 +302,7 @@ var _ = Describe("Service Secret controller", func() {
 
 	It("does not lose a concurrent change: the update is optimistically locked", func() {
 		reconcile()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 		stale := current()
 
 		// Meanwhile another replica rotated.
@@ -312,11 +354,15 @@ var _ = Describe("Service Secret controller", func() {
 		var event string
 		Expect(recorder.Events).To(Receive(&event))
 		Expect(event).To(HavePrefix("Normal " + controllers.ReasonSealingKeyringCreated + " "))
+		Expect(platformKeysOf(s)).To(HaveLen(1))
+		Expect(recorder.Events).To(Receive(&event))
+		Expect(event).To(HavePrefix("Normal " + controllers.ReasonPlatformKeyCreated + " "))
+		noMoreEvents()
 	})
 
 	It("puts its labels back on its Secret", func() {
 		reconcile()
-		Expect(recorder.Events).To(Receive())
+		createdEvents()
 		s := current()
 		s.Labels = nil
 		Expect(k8s.Update(ctx, s)).To(Succeed())
@@ -328,6 +374,209 @@ var _ = Describe("Service Secret controller", func() {
 	It("ignores requests for other objects", func() {
 		Expect(r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: "other"}})).To(Equal(ctrl.Result{}))
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &corev1.Secret{}))).To(BeTrue())
+	})
+
+	Context("the platform signing key", func() {
+		// signedBy signs with keys at instant at and returns the kid of the token, after
+		// checking that the token verifies with the JWKS the keys publish, as a tool would.
+		signedBy := func(keys []signing.Key, at time.Time) string {
+			GinkgoHelper()
+			ring, err := signing.NewKeyring(keys)
+			Expect(err).NotTo(HaveOccurred())
+			tok, err := ring.SignAt(at, signing.TypeJWT, []byte(`{"iss":"https://lti.test.example"}`))
+			Expect(err).NotTo(HaveOccurred())
+			set, err := jwk.Parse(ring.JWKS())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(set.Len()).To(Equal(len(keys)), "every key held is published")
+			msg, err := jws.Parse([]byte(tok))
+			Expect(err).NotTo(HaveOccurred())
+			kid, _ := msg.Signatures()[0].ProtectedHeaders().KeyID()
+			_, err = jws.Verify([]byte(tok), jws.WithKeySet(set, jws.WithRequireKid(true)))
+			Expect(err).NotTo(HaveOccurred(), "a token verifies with the published JWKS")
+			return kid
+		}
+
+		It("is created with the Secret and signs at once", func() {
+			Expect(reconcile()).To(Equal(ctrl.Result{}))
+			s := current()
+			keys := platformKeysOf(s)
+			Expect(keys).To(HaveLen(1))
+			Expect(keys[0].NotBefore).To(BeTemporally("<=", now))
+			Expect(keys[0].Private.N.BitLen()).To(Equal(2048))
+			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonSealingKeyringCreated + " ")))
+			Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf(
+				"Normal %s Created the platform signing key %s; it signs at once and is published in the platform JWKS.",
+				controllers.ReasonPlatformKeyCreated, keys[0].ID))))
+			Expect(signedBy(keys, now)).To(Equal(keys[0].ID))
+
+			// Never replaced while readable.
+			now = now.Add(30 * 24 * time.Hour)
+			Expect(reconcile()).To(Equal(ctrl.Result{}))
+			Expect(current().ResourceVersion).To(Equal(s.ResourceVersion), "nothing was written")
+			noMoreEvents()
+		})
+
+		It("is added to a Secret that has only a sealing keyring, which stays as it was", func() {
+			sealing, err := sessions.NewKey(now.Add(-time.Hour), 0)
+			Expect(err).NotTo(HaveOccurred())
+			keyring, err := sessions.EncodeKeyring([]sessions.Key{sealing})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(k8s.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+				Type:       sessions.SecretType,
+				Data:       map[string][]byte{sessions.SecretKeyKeyring: keyring},
+			})).To(Succeed())
+
+			Expect(reconcile()).To(Equal(ctrl.Result{}))
+			s := current()
+			Expect(s.Data).To(HaveKeyWithValue(sessions.SecretKeyKeyring, keyring))
+			keys := platformKeysOf(s)
+			Expect(keys).To(HaveLen(1))
+			Expect(keys[0].NotBefore).To(BeTemporally("<=", now))
+			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonPlatformKeyCreated + " Created the platform signing key " + keys[0].ID)))
+			noMoreEvents()
+		})
+
+		It("rotates on request: published at once, signing after the activation delay, the old key retired RetireAfter later", func() {
+			reconcile()
+			createdEvents()
+			before := current()
+			first := platformKeysOf(before)[0]
+
+			annotateWith(controllers.AnnotationRotatePlatformKey, "2026-03-01")
+			res := reconcile()
+			s := current()
+			keys := platformKeysOf(s)
+			Expect(keys).To(HaveLen(2))
+			Expect(keys[0].ID).To(Equal(first.ID), "the old key stays")
+			second := keys[1]
+			Expect(second.NotBefore).To(Equal(now.Add(controllers.DefaultPlatformKeyActivationDelay)))
+			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "2026-03-01"))
+			Expect(s.Annotations).NotTo(HaveKey(controllers.AnnotationRotatedSealingKey))
+			Expect(s.Data[sessions.SecretKeyKeyring]).To(Equal(before.Data[sessions.SecretKeyKeyring]), "the sealing keyring is left alone")
+			Expect(res.RequeueAfter).To(Equal(controllers.DefaultPlatformKeyActivationDelay), "requeued at the activation")
+			Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf(
+				"Normal %s Added platform signing key %s for %s=%q. It is in the platform JWKS now and signs from %s, once tools "+
+					"that cache the JWKS have fetched it; earlier keys stay published until they are retired.",
+				controllers.ReasonPlatformKeyRotated, second.ID, controllers.AnnotationRotatePlatformKey, "2026-03-01",
+				second.NotBefore.Format(time.RFC3339)))))
+
+			// Served once: reconciling again adds nothing.
+			Expect(reconcile().RequeueAfter).To(Equal(controllers.DefaultPlatformKeyActivationDelay))
+			Expect(platformKeysOf(current())).To(HaveLen(2))
+			noMoreEvents()
+
+			// Published first, signing later: until the activation the old key signs, and both
+			// are in the JWKS; from then on the new one signs.
+			Expect(signedBy(keys, now)).To(Equal(first.ID))
+			Expect(signedBy(keys, second.NotBefore.Add(-time.Second))).To(Equal(first.ID))
+			Expect(signedBy(keys, second.NotBefore)).To(Equal(second.ID))
+
+			// Active: requeued at the retirement.
+			now = second.NotBefore
+			Expect(reconcile().RequeueAfter).To(Equal(controllers.DefaultRetireAfter))
+			now = second.NotBefore.Add(controllers.DefaultRetireAfter - time.Second)
+			Expect(reconcile().RequeueAfter).To(Equal(time.Second))
+			Expect(platformKeysOf(current())).To(HaveLen(2))
+			noMoreEvents()
+
+			now = second.NotBefore.Add(controllers.DefaultRetireAfter)
+			Expect(reconcile()).To(Equal(ctrl.Result{}))
+			keys = platformKeysOf(current())
+			Expect(keys).To(HaveLen(1))
+			Expect(keys[0].ID).To(Equal(second.ID))
+			Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf(
+				"Normal %s Retired platform signing key(s) %s: their successor has signed for %s, so no token they signed is still in use.",
+				controllers.ReasonPlatformKeysRetired, first.ID, controllers.DefaultRetireAfter))))
+			Expect(current().Data[sessions.SecretKeyKeyring]).To(Equal(before.Data[sessions.SecretKeyKeyring]))
+			noMoreEvents()
+
+			// A new value asks for another key.
+			annotateWith(controllers.AnnotationRotatePlatformKey, "second")
+			reconcile()
+			Expect(platformKeysOf(current())).To(HaveLen(2))
+			Expect(current().Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "second"))
+		})
+
+		It("rotates both key sets in one write, and requeues at the soonest activation or retirement of either", func() {
+			r.ActivationDelay, r.PlatformKeyActivationDelay, r.RetireAfter = 10*time.Second, 30*time.Second, time.Hour
+			reconcile()
+			createdEvents()
+
+			s := current()
+			patch := client.MergeFrom(s.DeepCopy())
+			s.Annotations = map[string]string{
+				controllers.AnnotationRotateSealingKey:  "both",
+				controllers.AnnotationRotatePlatformKey: "both",
+			}
+			Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+			counting := &writeCounter{Client: k8s}
+			r.Client = counting
+			Expect(reconcile().RequeueAfter).To(Equal(10*time.Second), "the sealing key activates first")
+			Expect(counting.writes.Load()).To(BeEquivalentTo(1), "one patch for both key sets")
+			s = current()
+			Expect(keysOf(s)).To(HaveLen(2))
+			Expect(platformKeysOf(s)).To(HaveLen(2))
+			Expect(platformKeysOf(s)[1].NotBefore).To(Equal(now.Add(30 * time.Second)))
+			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedSealingKey, "both"))
+			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "both"))
+			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonSealingKeyRotated + " ")))
+			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonPlatformKeyRotated + " ")))
+
+			start := now
+			now = start.Add(10 * time.Second) // the sealing key activates; the platform key at +30s
+			Expect(reconcile().RequeueAfter).To(Equal(20 * time.Second))
+			now = start.Add(30 * time.Second) // both active: the old sealing key retires first
+			Expect(reconcile().RequeueAfter).To(Equal(time.Hour - 20*time.Second))
+			now = start.Add(time.Hour + 10*time.Second)
+			Expect(reconcile().RequeueAfter).To(Equal(20 * time.Second))
+			Expect(keysOf(current())).To(HaveLen(1))
+			Expect(platformKeysOf(current())).To(HaveLen(2))
+			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonSealingKeysRetired + " ")))
+			now = start.Add(time.Hour + 30*time.Second)
+			Expect(reconcile()).To(Equal(ctrl.Result{}))
+			Expect(platformKeysOf(current())).To(HaveLen(1))
+			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonPlatformKeysRetired + " ")))
+			Expect(counting.writes.Load()).To(BeEquivalentTo(3), "one write per change")
+			noMoreEvents()
+		})
+
+		It("replaces unreadable keys with a new key and warns that tools must refetch the JWKS", func() {
+			reconcile()
+			createdEvents()
+			before := current()
+			old := platformKeysOf(before)[0]
+			s := before.DeepCopy()
+			s.Data[signing.SecretKeyPlatformKeys] = []byte(`[{"kid":"not-a-key","privateKey":"secret material"}]`)
+			Expect(k8s.Update(ctx, s)).To(Succeed())
+
+			Expect(reconcile()).To(Equal(ctrl.Result{}))
+			s = current()
+			keys := platformKeysOf(s)
+			Expect(keys).To(HaveLen(1))
+			Expect(keys[0].ID).NotTo(Equal(old.ID))
+			Expect(keys[0].NotBefore).To(BeTemporally("<=", now), "signs at once: nothing else can")
+			Expect(s.Data[sessions.SecretKeyKeyring]).To(Equal(before.Data[sessions.SecretKeyKeyring]), "the sealing keyring is left alone")
+			var event string
+			Expect(recorder.Events).To(Receive(&event))
+			Expect(event).To(HavePrefix("Warning " + controllers.ReasonPlatformKeyRegenerated + " "))
+			Expect(event).To(ContainSubstring(keys[0].ID))
+			Expect(event).To(ContainSubstring("must fetch the platform JWKS again"))
+			Expect(event).NotTo(ContainSubstring("secret material"), "the data is not quoted")
+			noMoreEvents()
+
+			// A rotation asked for at the same time is served by the new key.
+			s = current()
+			s.Data[signing.SecretKeyPlatformKeys] = []byte("garbage")
+			s.Annotations = map[string]string{controllers.AnnotationRotatePlatformKey: "with-repair"}
+			Expect(k8s.Update(ctx, s)).To(Succeed())
+			reconcile()
+			s = current()
+			Expect(platformKeysOf(s)).To(HaveLen(1))
+			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "with-repair"))
+			Expect(recorder.Events).To(Receive(HavePrefix("Warning " + controllers.ReasonPlatformKeyRegenerated + " ")))
+			noMoreEvents()
+		})
 	})
 
 	It("creates the Secret when a manager starts, and again after it is deleted", func() {
@@ -353,6 +602,7 @@ var _ = Describe("Service Secret controller", func() {
 		Eventually(func() error { return k8s.Get(ctx, key, s) }).Should(Succeed())
 		firstUID := s.UID
 		Expect(keysOf(s)).To(HaveLen(1))
+		Expect(platformKeysOf(s)).To(HaveLen(1))
 
 		Expect(k8s.Delete(ctx, s)).To(Succeed())
 		Eventually(func() types.UID {

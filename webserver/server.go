@@ -16,10 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
+	"github.com/ltiop/ltiop/webserver/platformmode"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
@@ -71,6 +73,8 @@ type Deps struct {
 	Onboarding *onboarding.Onboarding
 	// OAuth brokers access tokens for the LMS's own REST API.
 	OAuth *oauthbroker.Broker
+	// Platform serves platform mode: launching external tools for the integrator.
+	Platform *platformmode.Platform
 	// Ready reports other readiness conditions than the registry's (e.g. sealing keys
 	// loaded): a non-empty answer names what is still missing.
 	Ready func() string
@@ -114,6 +118,15 @@ func New(opts Options, d Deps) *Server {
 		{"GET", "/oauth/callback", http.HandlerFunc(d.OAuth.Callback)},
 		{"POST", "/api/oauth/access-token/{platformId}", bearer(d.OAuth.AccessToken)},
 		{"POST", "/api/oauth/access-token/{platformId}/refresh", bearer(d.OAuth.Refresh)},
+		{"GET", controllers.PlatformJWKSPath, http.HandlerFunc(d.Platform.JWKS)},
+		{"GET", controllers.PlatformAuthorizePath, http.HandlerFunc(d.Platform.Authorize)},
+		{"POST", controllers.PlatformAuthorizePath, http.HandlerFunc(d.Platform.Authorize)},
+		{"POST", controllers.PlatformTokenPath, http.HandlerFunc(d.Platform.Token)},
+		{"POST", controllers.PlatformDeepLinkingReturnPath, http.HandlerFunc(d.Platform.DeepLinkingReturn)},
+		{"POST", "/api/launches", bearer(d.Platform.CreateLaunch)},
+		{"POST", "/api/launches/idtoken", bearer(d.Platform.AnswerLaunch)},
+		{"POST", "/api/launches/content-items", bearer(d.Platform.ContentItems)},
+		{"POST", "/api/tokens/introspect", bearer(d.Platform.Introspect)},
 	}
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		s.routes = append(s.routes,

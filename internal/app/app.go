@@ -27,8 +27,10 @@ import (
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
+	"github.com/ltiop/ltiop/webserver/platformmode"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
+	"github.com/ltiop/ltiop/webserver/signing"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -86,6 +88,17 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 		DevMode:   cfg.DevMode,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PlatformRegistration controller: %w", err)
+	}
+	if err := (&controllers.ToolRegistrationReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("ltiop"),
+		PublicURL: cfg.PublicURL,
+		Issuer:    cfg.Platform().Issuer,
+		DevMode:   cfg.DevMode,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ToolRegistration controller: %w", err)
 	}
 	return nil
 }
@@ -153,6 +166,24 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if _, err := keyring.Attach(ctx, mgr.GetCache(), cfg.Namespace, cfg.ServiceSecret); err != nil {
 		return nil, err
 	}
+	// Platform mode: the tool registrations and the platform signing key (service Secret).
+	tools := registry.NewTools()
+	if err := tools.Attach(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	platformKey, err := signing.NewKeyring(nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := platformKey.Attach(ctx, mgr.GetCache(), cfg.Namespace, cfg.ServiceSecret); err != nil {
+		return nil, err
+	}
+	pm := cfg.Platform()
+	platform := platformmode.New(platformmode.Options{
+		PublicURL: cfg.PublicURL, Issuer: pm.Issuer, LaunchURL: pm.LaunchURL, DeepLinkingURL: pm.DeepLinkingURL,
+		DeepLinkingReturnURL: pm.DeepLinkingReturnURL, DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
+	}, tools, registry.NewPlatformKeys(nil), platformKey, keyring, sessions.NewReplayCache(replayCacheSize))
+
 	allowed, err := outbound.ParsePrefixes(cfg.OutboundAllowCIDRs)
 	if err != nil {
 		return nil, err
@@ -186,9 +217,15 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
 	}, webserver.Deps{
 		Registry: reg, APIKey: apiKey, Writer: mgr.GetClient(), Tool: tool, Onboarding: onboard, OAuth: broker,
+		Platform: platform,
 		Ready: func() string {
-			if !keyring.Ready() {
+			switch {
+			case !keyring.Ready():
 				return "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."
+			case !platformKey.Ready():
+				return "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."
+			case !tools.HasSynced():
+				return "Tool registrations are still loading."
 			}
 			return ""
 		},

@@ -202,11 +202,12 @@ var autoSubmit = template.Must(template.New("form").Parse(`<!doctype html>
 
 var (
 	formAction = regexp.MustCompile(`action="([^"]*)"`)
-	formField  = regexp.MustCompile(`name="(id_token|state)" value="([^"]*)"`)
+	formField  = regexp.MustCompile(`name="([^"]+)" value="([^"]*)"`)
 )
 
-// ParseAutoSubmit reads the authentication response form the platform answers with: where
-// it posts to and the id_token and state it carries, as a browser would submit them.
+// ParseAutoSubmit reads an auto-submitting form (the platform's authentication response,
+// ltiop's platform-mode launch and id_token forms): where it posts to and the hidden
+// fields it carries, as a browser would submit them.
 func ParseAutoSubmit(page string) (action string, form url.Values, ok bool) {
 	m := formAction.FindStringSubmatch(page)
 	if m == nil {

@@ -12,8 +12,6 @@ package oauthbroker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"strings"
@@ -216,12 +214,7 @@ func noStore(w http.ResponseWriter) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 }
 
-// randomToken returns n random bytes, base64url-encoded.
-func randomToken(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+var randomToken = httpapi.RandomToken
 
 // clip keeps at most n bytes of s, as valid UTF-8 without control characters.
 func clip(s string, n int) string {

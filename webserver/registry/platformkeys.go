@@ -65,19 +65,25 @@ type keySet struct {
 
 // Key returns the key of platform p with the given kid.
 func (pk *PlatformKeys) Key(ctx context.Context, p *Platform, kid string) (*rsa.PublicKey, error) {
-	switch p.Spec.AuthConfig.Method {
+	return pk.keyOf(ctx, p.ID, p.Spec.AuthConfig, p.staticKey, p.staticKID, p.staticKeyErr, kid)
+}
+
+// keyOf resolves kid for a registration whose key is ac: the static key parsed once per
+// change (JWK_KEY, RSA_KEY) or a key of the fetched set (JWK_SET).
+func (pk *PlatformKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, static *rsa.PublicKey, staticKID string, staticErr error, kid string) (*rsa.PublicKey, error) {
+	switch ac.Method {
 	case ltiv1.AuthMethodRSAKey, ltiv1.AuthMethodJWKKey:
-		if p.staticKey == nil {
-			return nil, fmt.Errorf("registration %s: %w", p.ID, p.staticKeyErr)
+		if static == nil {
+			return nil, fmt.Errorf("registration %s: %w", id, staticErr)
 		}
-		if p.staticKID != "" && p.staticKID != kid {
+		if staticKID != "" && staticKID != kid {
 			return nil, ErrUnknownKey
 		}
-		return p.staticKey, nil
+		return static, nil
 	case ltiv1.AuthMethodJWKSet:
-		return pk.fromSet(ctx, p.Spec.AuthConfig.Key, kid)
+		return pk.fromSet(ctx, ac.Key, kid)
 	default:
-		return nil, fmt.Errorf("registration %s: unsupported key method %q", p.ID, p.Spec.AuthConfig.Method)
+		return nil, fmt.Errorf("registration %s: unsupported key method %q", id, ac.Method)
 	}
 }
 

@@ -80,7 +80,7 @@ type ringKey struct {
 	headers   map[string]jwe.Headers // protected headers of the known purposes, read-only
 }
 
-var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload}
+var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn}
 
 // protectedHeaders returns the protected header of a token of purpose sealed with key:
 // kid, typ and zip ("dir" and "enc" are added by jwx).

@@ -17,6 +17,8 @@ const (
 	PurposeState       = "state"
 	PurposeMessageHint = "messagehint"
 	PurposePayload     = "payload"
+	// PurposeDeepLinkReturn: the platform-mode deep-linking request a tool's response answers.
+	PurposeDeepLinkReturn = "dl-return"
 	// PurposePendingLaunch: a validated launch waiting for the platform-storage check.
 	PurposePendingLaunch = "pending-launch"
 	// PurposeRegistration: a dynamic registration waiting for the integrator's approval.

@@ -1,8 +1,6 @@
 package toolmode
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -184,11 +182,7 @@ func loginErr(code, description string) *httpapi.Error {
 	return httpapi.Errorf(http.StatusBadRequest, code, description)
 }
 
-// randomToken returns n random bytes, base64url-encoded (n ≥ 16 gives ≥ 128 bits, T-AUTHREQ-02).
-func randomToken(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+// randomToken: T-AUTHREQ-02 wants ≥ 128 bits (n ≥ 16).
+var randomToken = httpapi.RandomToken
 
 func sorted(s []string) []string { slices.Sort(s); return s }

@@ -1,0 +1,263 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/keys"
+)
+
+// Public paths of the platform-mode web server that a tool vendor configures.
+const (
+	PlatformAuthorizePath         = "/lti/platform/authorize"
+	PlatformTokenPath             = "/lti/platform/token"
+	PlatformJWKSPath              = "/lti/platform/jwks"
+	PlatformDeepLinkingReturnPath = "/lti/platform/deeplinking"
+)
+
+// IndexToolClientID indexes ToolRegistrations by their effective client id
+// (ToolRegistration.EffectiveClientID).
+const IndexToolClientID = "spec.effectiveClientId"
+
+// ReasonInvalidRedirectionURI is the Ready reason of a tool whose redirection URIs cannot be
+// used in an OAuth2 authorization response (RFC 6749 §3.1.2 forbids a fragment).
+const ReasonInvalidRedirectionURI = "InvalidRedirectionURI"
+
+// ToolRegistrationReconciler validates every ToolRegistration (platform mode) and publishes
+// in its status what the tool vendor must configure: issuer, client_id, deployment_id and
+// the platform's endpoints. A ToolRegistration owns no Secret: its key is the tool's public
+// key, and the platform's signing key lives in the service Secret.
+type ToolRegistrationReconciler struct {
+	client.Client
+	// APIReader reads from the API server directly. The reconciler does not need it today;
+	// it is kept for symmetry with the other reconcilers.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// PublicURL is the external base URL of the web server, used for the status URLs.
+	PublicURL string
+	// Issuer is the iss of the id_tokens the tools receive; empty means PublicURL.
+	Issuer string
+	// DevMode accepts http URLs in every registration.
+	DevMode bool
+}
+
+// +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=toolregistrations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=toolregistrations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=toolregistrations/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=ltiop-system,resources=events,verbs=create;patch
+
+// Reconcile checks the registration and brings its status up to date.
+func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tool := &ltiv1.ToolRegistration{}
+	if err := r.Get(ctx, req.NamespacedName, tool); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !tool.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // nothing of ours to clean up
+	}
+
+	status := tool.Status.DeepCopy()
+	status.ObservedGeneration = tool.Generation
+	status.Issuer = r.Issuer
+	if status.Issuer == "" {
+		status.Issuer = r.PublicURL
+	}
+	status.ClientID = tool.EffectiveClientID()
+	status.DeploymentID = tool.Spec.Deployment()
+	status.AuthorizationEndpoint = r.PublicURL + PlatformAuthorizePath
+	status.TokenEndpoint = r.PublicURL + PlatformTokenPath
+	status.JWKSURL = r.PublicURL + PlatformJWKSPath
+
+	p := r.checkToolSpec(tool)
+	if p == nil {
+		var err error
+		if p, err = r.checkDuplicateTool(ctx, tool); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	readyMessage := "The tool is ready: it may be launched and may obtain access tokens."
+	if !tool.Spec.IsActive() {
+		readyMessage = "The tool is ready but inactive: launches and access tokens are refused until it is activated."
+	}
+	setReadiness(&status.Conditions, tool.Generation, p, readyMessage)
+
+	if equality.Semantic.DeepEqual(&tool.Status, status) {
+		return ctrl.Result{}, nil // nothing changed: skip the write
+	}
+	if p != nil && !isReported(tool.Status.Conditions, p) {
+		r.Recorder.Eventf(tool, nil, corev1.EventTypeWarning, p.reason, "Validate", "%s", p.message)
+	}
+	patch := client.MergeFrom(tool.DeepCopy())
+	tool.Status = *status
+	if err := r.Status().Patch(ctx, tool, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// setReadiness sets Ready, and Stalled when a problem needs a spec change, in the kstatus
+// vocabulary. Reconciling is never left behind: every check finishes within one reconcile.
+func setReadiness(conditions *[]metav1.Condition, generation int64, p *problem, readyMessage string) {
+	ready := metav1.Condition{Type: ltiv1.ConditionReady, ObservedGeneration: generation}
+	meta.RemoveStatusCondition(conditions, ltiv1.ConditionReconciling)
+	if p != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
+		meta.SetStatusCondition(conditions, metav1.Condition{
+			Type: ltiv1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: generation,
+			Reason: p.reason, Message: p.message,
+		})
+	} else {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, ltiv1.ReasonReady, readyMessage
+		meta.RemoveStatusCondition(conditions, ltiv1.ConditionStalled)
+	}
+	meta.SetStatusCondition(conditions, ready)
+}
+
+// isReported says whether the Ready condition already tells p, so its event was sent.
+func isReported(conditions []metav1.Condition, p *problem) bool {
+	c := meta.FindStatusCondition(conditions, ltiv1.ConditionReady)
+	return c != nil && c.Reason == p.reason && c.Message == p.message
+}
+
+// checkToolSpec validates what the schema cannot: https outside dev mode, redirection URIs
+// fit for OAuth2, and the tool's key.
+func (r *ToolRegistrationReconciler) checkToolSpec(tool *ltiv1.ToolRegistration) *problem {
+	allowHTTP := r.DevMode || tool.Spec.DevMode
+	type field struct{ name, value string }
+	fields := []field{{"loginUrl", string(tool.Spec.LoginURL)}}
+	for i, u := range tool.Spec.RedirectionURIs {
+		fields = append(fields, field{fmt.Sprintf("redirectionUris[%d]", i), string(u)})
+	}
+	fields = append(fields, field{"targetLinkUri", string(tool.Spec.TargetLinkURI)})
+	if tool.Spec.DeepLinkingURL != "" {
+		fields = append(fields, field{"deepLinkingUrl", string(tool.Spec.DeepLinkingURL)})
+	}
+	if tool.Spec.AuthConfig.Method == ltiv1.AuthMethodJWKSet && !allowHTTP && isHTTP(tool.Spec.AuthConfig.Key) {
+		// Only the scheme is judged here; the rest of the key set URL is checked with the key.
+		fields = append(fields, field{"authConfig.key", tool.Spec.AuthConfig.Key})
+	}
+	for _, f := range fields {
+		if err := config.CheckURL(f.value, allowHTTP); err != nil {
+			return &problem{ltiv1.ReasonInsecureURL, fmt.Sprintf("spec.%s: %v.", f.name, err)}
+		}
+	}
+
+	for i, u := range tool.Spec.RedirectionURIs {
+		// An unescaped "#" always starts a fragment, even an empty one ("…/launch#").
+		if strings.Contains(string(u), "#") {
+			return &problem{ReasonInvalidRedirectionURI, fmt.Sprintf(
+				"spec.redirectionUris[%d]: %q carries a fragment, which an OAuth2 redirection URI must not (RFC 6749 §3.1.2).", i, string(u))}
+		}
+	}
+
+	if err := validateToolKey(tool.Spec.AuthConfig, allowHTTP); err != nil {
+		return &problem{ltiv1.ReasonInvalidAuthConfig, fmt.Sprintf("spec.authConfig: %v.", err)}
+	}
+	return nil
+}
+
+// isHTTP reports a URL with the plain http scheme.
+func isHTTP(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme == "http"
+}
+
+// validateToolKey checks that the tool's key can be used as its method says.
+func validateToolKey(ac ltiv1.AuthConfig, allowHTTP bool) error {
+	var err error
+	switch ac.Method {
+	case ltiv1.AuthMethodRSAKey:
+		if _, err = keys.ParsePublicKeyPEM(ac.Key); err != nil {
+			err = fmt.Errorf("RSA_KEY is not a PEM RSA public key: %w", err)
+		}
+	case ltiv1.AuthMethodJWKKey:
+		if _, err = keys.ParsePublicJWK(ac.Key); err != nil {
+			err = fmt.Errorf("JWK_KEY is not an RSA public JWK: %w", err)
+		}
+	case ltiv1.AuthMethodJWKSet:
+		if err = config.CheckURL(ac.Key, allowHTTP); err != nil {
+			err = fmt.Errorf("JWK_SET must be the URL of the tool's key set: %w", err)
+		} else if u, _ := url.Parse(ac.Key); u.Fragment != "" {
+			err = fmt.Errorf("JWK_SET URL must not carry a fragment")
+		}
+	default:
+		err = fmt.Errorf("method %q is not one of JWK_SET, JWK_KEY, RSA_KEY", ac.Method)
+	}
+	return err
+}
+
+// checkDuplicateTool refuses the newer of two tools with the same effective client id: the
+// older one keeps working, so adding a duplicate never breaks live launches.
+func (r *ToolRegistrationReconciler) checkDuplicateTool(ctx context.Context, tool *ltiv1.ToolRegistration) (*problem, error) {
+	var peers ltiv1.ToolRegistrationList
+	if err := r.List(ctx, &peers, client.InNamespace(tool.Namespace),
+		client.MatchingFields{IndexToolClientID: tool.EffectiveClientID()}); err != nil {
+		return nil, err
+	}
+	for i := range peers.Items {
+		other := &peers.Items[i]
+		if other.UID != tool.UID && other.DeletionTimestamp.IsZero() &&
+			Older(other.CreationTimestamp.Time, other.Name, tool.CreationTimestamp.Time, tool.Name) {
+			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
+				"ToolRegistration %s already has client id %s; this newer one is not used.",
+				other.Name, tool.EffectiveClientID())}, nil
+		}
+	}
+	return nil, nil
+}
+
+// IndexByToolClientID is the field index function of IndexToolClientID.
+func IndexByToolClientID(obj client.Object) []string {
+	return []string{obj.(*ltiv1.ToolRegistration).EffectiveClientID()}
+}
+
+// SetupWithManager registers the controller; the field index must be added by the caller
+// (see SetupIndexes) before the manager starts.
+func (r *ToolRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ltiv1.ToolRegistration{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A tool's peers with the same client id may change state when it appears, changes
+		// or goes away (an update maps both the old and the new object).
+		Watches(&ltiv1.ToolRegistration{}, handler.EnqueueRequestsFromMapFunc(r.toolPeers),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
+		Named("toolregistration").
+		Complete(r)
+}
+
+func (r *ToolRegistrationReconciler) toolPeers(ctx context.Context, obj client.Object) []reconcile.Request {
+	tool := obj.(*ltiv1.ToolRegistration)
+	var peers ltiv1.ToolRegistrationList
+	if err := r.List(ctx, &peers, client.InNamespace(tool.Namespace),
+		client.MatchingFields{IndexToolClientID: tool.EffectiveClientID()}); err != nil {
+		log.FromContext(ctx).Error(err, "listing tool registrations with the same client id")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, p := range peers.Items {
+		if p.UID != tool.UID {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+	}
+	return reqs
+}

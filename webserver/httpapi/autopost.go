@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Field is one hidden input of an auto-submitting form.
+type Field struct{ Name, Value string }
+
+var autoPostTemplate = template.Must(template.New("autopost").Parse(
+	`<form id="ltiop-autopost" action="{{.Action}}" method="post">` +
+		`{{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}` +
+		`<noscript><button type="submit">Continue</button></noscript>` +
+		`</form>` +
+		`<script{{if .Nonce}} nonce="{{.Nonce}}"{{end}}>document.getElementById('ltiop-autopost').submit()</script>`))
+
+var autoPostPage = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Continuing…</title></head>
+<body>{{.}}</body></html>
+`))
+
+// AutoPostForm returns an HTML fragment: a form that POSTs fields to action, submitted by
+// an inline script (a button inside <noscript> otherwise). html/template escapes every
+// value; action must be an absolute http(s) URL (never javascript:).
+func AutoPostForm(action string, fields []Field) (string, error) {
+	return autoPost(action, fields, "")
+}
+
+func autoPost(action string, fields []Field, nonce string) (string, error) {
+	u, err := url.Parse(action)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", errors.New("httpapi: auto-post form: the action must be an absolute http(s) URL")
+	}
+	var b strings.Builder
+	err = autoPostTemplate.Execute(&b, struct {
+		Action string
+		Fields []Field
+		Nonce  string
+	}{action, fields, nonce})
+	return b.String(), err
+}
+
+// WriteAutoPostPage answers with a whole page that POSTs fields to action at once (an
+// OIDC form_post response). Only the page's own script runs, and the form may only go to
+// action's origin.
+func WriteAutoPostPage(w http.ResponseWriter, status int, action string, fields []Field) error {
+	nonce := RandomToken(16)
+	form, err := autoPost(action, fields, nonce)
+	if err != nil {
+		return err
+	}
+	u, _ := url.Parse(action)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+nonce+"'; form-action "+u.Scheme+"://"+u.Host+"; base-uri 'none'")
+	w.WriteHeader(status)
+	return autoPostPage.Execute(w, template.HTML(form)) // #nosec: form was built by html/template
+}

@@ -1,0 +1,446 @@
+package ltiplatform
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/ltiop/ltiop/webserver/lti"
+)
+
+// CodeInvalidLaunchData is the code of launch data that cannot make a valid id_token; the
+// description names the field (service-interface §2.1, §2.2, §8).
+const CodeInvalidLaunchData = "INVALID_PARAMETERS"
+
+// LaunchData is what the integrator answers a payload with: who launches, from where,
+// and which of its services the tool may use.
+type LaunchData struct {
+	Payload      string            `json:"payload"`
+	User         *User             `json:"user"`
+	Context      *Context          `json:"context,omitempty"`
+	ResourceLink *ResourceLink     `json:"resourceLink,omitempty"`
+	Custom       map[string]string `json:"custom,omitempty"`
+	Presentation *Presentation     `json:"presentation,omitempty"`
+	Platform     *PlatformInfo     `json:"platform,omitempty"`
+	Services     *Services         `json:"services,omitempty"`
+	DeepLinking  *DeepLinking      `json:"deepLinking,omitempty"`
+}
+
+// User is the launching user. ID defaults to the login_hint the launch was created with.
+type User struct {
+	ID         string   `json:"id,omitempty"`
+	Roles      []string `json:"roles"`
+	Name       string   `json:"name,omitempty"`
+	GivenName  string   `json:"givenName,omitempty"`
+	FamilyName string   `json:"familyName,omitempty"`
+	MiddleName string   `json:"middleName,omitempty"`
+	Email      string   `json:"email,omitempty"`
+	Picture    string   `json:"picture,omitempty"`
+	Locale     string   `json:"locale,omitempty"`
+}
+
+// Context is the course or group the launch comes from.
+type Context struct {
+	ID    string   `json:"id"`
+	Label string   `json:"label,omitempty"`
+	Title string   `json:"title,omitempty"`
+	Type  []string `json:"type,omitempty"`
+}
+
+// Presentation is the launch_presentation claim.
+type Presentation struct {
+	DocumentTarget string `json:"documentTarget,omitempty"`
+	ReturnURL      string `json:"returnUrl,omitempty"`
+	Locale         string `json:"locale,omitempty"`
+	Width          int    `json:"width,omitempty"`
+	Height         int    `json:"height,omitempty"`
+}
+
+// PlatformInfo is the tool_platform claim.
+type PlatformInfo struct {
+	GUID              string `json:"guid"`
+	Name              string `json:"name,omitempty"`
+	ContactEmail      string `json:"contactEmail,omitempty"`
+	Description       string `json:"description,omitempty"`
+	URL               string `json:"url,omitempty"`
+	ProductFamilyCode string `json:"productFamilyCode,omitempty"`
+	Version           string `json:"version,omitempty"`
+}
+
+// Services are the integrator's own NRPS and AGS endpoints for this launch.
+type Services struct {
+	NamesAndRoles       *NamesAndRoles       `json:"namesAndRoles,omitempty"`
+	AssignmentAndGrades *AssignmentAndGrades `json:"assignmentAndGrades,omitempty"`
+}
+
+// NamesAndRoles is the NRPS endpoint of the context.
+type NamesAndRoles struct {
+	ContextMembershipsURL string `json:"contextMembershipsUrl"`
+}
+
+// AssignmentAndGrades is the AGS endpoint claim.
+type AssignmentAndGrades struct {
+	LineItemsURL string   `json:"lineItemsUrl,omitempty"`
+	LineItemURL  string   `json:"lineItemUrl,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+}
+
+// DeepLinking is the deep_linking_settings of a deep-linking launch (the return URL is
+// ltiop's own).
+type DeepLinking struct {
+	AcceptTypes                       []string `json:"acceptTypes"`
+	AcceptPresentationDocumentTargets []string `json:"acceptPresentationDocumentTargets"`
+	AcceptMediaTypes                  string   `json:"acceptMediaTypes,omitempty"`
+	AcceptMultiple                    *bool    `json:"acceptMultiple,omitempty"`
+	AcceptLineItem                    *bool    `json:"acceptLineItem,omitempty"`
+	AutoCreate                        *bool    `json:"autoCreate,omitempty"`
+	Title                             string   `json:"title,omitempty"`
+	Text                              string   `json:"text,omitempty"`
+	Data                              string   `json:"data,omitempty"`
+}
+
+// MintParams are the inputs of an id_token besides the launch data.
+type MintParams struct {
+	Issuer   string
+	Now      time.Time
+	Lifetime time.Duration
+	Launch   LaunchOf
+	// AllowedScopes are the tool's scopes: service claims the tool could not use are left out.
+	AllowedScopes []string
+	// DeepLinkReturnURL is ltiop's return URL for this launch (deep-linking launches only).
+	DeepLinkReturnURL string
+	// AllowHTTP accepts http URLs in the launch data (dev mode).
+	AllowHTTP bool
+}
+
+// The claim names of LTI 1.3 (CORE §5, NRPS, AGS, DL).
+const (
+	claimBase = "https://purl.imsglobal.org/spec/lti/claim/"
+	scopeNRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+	scopeAGS  = "https://purl.imsglobal.org/spec/lti-ags/scope/"
+)
+
+type idTokenClaims struct {
+	Iss           string `json:"iss"`
+	Aud           string `json:"aud"`
+	Azp           string `json:"azp"`
+	Sub           string `json:"sub"`
+	Iat           int64  `json:"iat"`
+	Exp           int64  `json:"exp"`
+	Nonce         string `json:"nonce"`
+	Name          string `json:"name,omitempty"`
+	GivenName     string `json:"given_name,omitempty"`
+	FamilyName    string `json:"family_name,omitempty"`
+	MiddleName    string `json:"middle_name,omitempty"`
+	Email         string `json:"email,omitempty"`
+	Picture       string `json:"picture,omitempty"`
+	Locale        string `json:"locale,omitempty"`
+	DeploymentID  string `json:"https://purl.imsglobal.org/spec/lti/claim/deployment_id"`
+	MessageType   string `json:"https://purl.imsglobal.org/spec/lti/claim/message_type"`
+	Version       string `json:"https://purl.imsglobal.org/spec/lti/claim/version"`
+	TargetLinkURI string `json:"https://purl.imsglobal.org/spec/lti/claim/target_link_uri"`
+
+	Roles        []string          `json:"https://purl.imsglobal.org/spec/lti/claim/roles"`
+	ResourceLink *ResourceLink     `json:"https://purl.imsglobal.org/spec/lti/claim/resource_link,omitempty"`
+	Context      *Context          `json:"https://purl.imsglobal.org/spec/lti/claim/context,omitempty"`
+	ToolPlatform *toolPlatform     `json:"https://purl.imsglobal.org/spec/lti/claim/tool_platform,omitempty"`
+	Presentation *presentation     `json:"https://purl.imsglobal.org/spec/lti/claim/launch_presentation,omitempty"`
+	Custom       map[string]string `json:"https://purl.imsglobal.org/spec/lti/claim/custom,omitempty"`
+	NRPS         *nrpsClaim        `json:"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice,omitempty"`
+	AGS          *agsClaim         `json:"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint,omitempty"`
+	DeepLinking  *dlSettings       `json:"https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings,omitempty"`
+}
+
+type toolPlatform struct {
+	GUID              string `json:"guid"`
+	Name              string `json:"name,omitempty"`
+	ContactEmail      string `json:"contact_email,omitempty"`
+	Description       string `json:"description,omitempty"`
+	URL               string `json:"url,omitempty"`
+	ProductFamilyCode string `json:"product_family_code,omitempty"`
+	Version           string `json:"version,omitempty"`
+}
+
+type presentation struct {
+	DocumentTarget string `json:"document_target,omitempty"`
+	ReturnURL      string `json:"return_url,omitempty"`
+	Locale         string `json:"locale,omitempty"`
+	Width          int    `json:"width,omitempty"`
+	Height         int    `json:"height,omitempty"`
+}
+
+type nrpsClaim struct {
+	ContextMembershipsURL string   `json:"context_memberships_url"`
+	ServiceVersions       []string `json:"service_versions"`
+}
+
+type agsClaim struct {
+	Scope     []string `json:"scope"`
+	LineItems string   `json:"lineitems,omitempty"`
+	LineItem  string   `json:"lineitem,omitempty"`
+}
+
+type dlSettings struct {
+	ReturnURL      string   `json:"deep_link_return_url"`
+	AcceptTypes    []string `json:"accept_types"`
+	AcceptTargets  []string `json:"accept_presentation_document_targets"`
+	AcceptMedia    string   `json:"accept_media_types,omitempty"`
+	AcceptMultiple *bool    `json:"accept_multiple,omitempty"`
+	AcceptLineItem *bool    `json:"accept_lineitem,omitempty"`
+	AutoCreate     *bool    `json:"auto_create,omitempty"`
+	Title          string   `json:"title,omitempty"`
+	Text           string   `json:"text,omitempty"`
+	Data           string   `json:"data,omitempty"`
+}
+
+func fieldError(field, format string, args ...any) *Error {
+	return &Error{Status: 400, Code: CodeInvalidLaunchData, Description: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// IDTokenClaims validates the launch data and returns the id_token payload (§1.7 minting
+// rules): iss, aud and azp (the client), sub, iat, exp, the nonce unmodified (P-AUTH-11),
+// deployment, message type, version, target link, roles, and the claims of the message type.
+func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *Error) {
+	l := &p.Launch
+	c := idTokenClaims{
+		Iss: p.Issuer, Aud: l.ClientID, Azp: l.ClientID, Iat: p.Now.Unix(), Exp: p.Now.Add(p.Lifetime).Unix(),
+		Nonce: l.Nonce, DeploymentID: l.DeploymentID, MessageType: l.MessageType, Version: "1.3.0",
+		TargetLinkURI: l.TargetLinkURI, Custom: d.Custom,
+	}
+	if e := p.user(&c, d.User, l.User); e != nil {
+		return nil, e
+	}
+	if e := p.context(&c, d.Context); e != nil {
+		return nil, e
+	}
+	switch l.MessageType {
+	case MessageResourceLink:
+		rl := d.ResourceLink
+		if rl == nil {
+			rl = l.ResourceLink
+		}
+		if rl == nil {
+			return nil, fieldError("resourceLink.id", "a resource-link launch needs a resource link (give it when creating the launch or here)")
+		}
+		if !asciiID(rl.ID) {
+			return nil, fieldError("resourceLink.id", "must be 1 to %d ASCII characters", MaxIdentifier)
+		}
+		c.ResourceLink = rl
+		if d.DeepLinking != nil {
+			return nil, fieldError("deepLinking", "only a deep-linking launch takes deep-linking settings")
+		}
+	case MessageDeepLinking:
+		if e := p.deepLinking(&c, d.DeepLinking); e != nil {
+			return nil, e
+		}
+	}
+	if e := p.presentation(&c, d.Presentation); e != nil {
+		return nil, e
+	}
+	if e := p.platform(&c, d.Platform); e != nil {
+		return nil, e
+	}
+	if e := p.services(&c, d.Services); e != nil {
+		return nil, e
+	}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, &Error{Status: 500, Code: "INTERNAL_SERVER_ERROR", Description: "The id_token could not be encoded."}
+	}
+	return b, nil
+}
+
+func (p *MintParams) user(c *idTokenClaims, u *User, hintUser string) *Error {
+	if u == nil {
+		return fieldError("user", "required")
+	}
+	c.Sub = u.ID
+	if c.Sub == "" {
+		c.Sub = hintUser
+	}
+	if !asciiID(c.Sub) {
+		return fieldError("user.id", "must be 1 to %d ASCII characters", MaxIdentifier)
+	}
+	if len(u.Roles) == 0 {
+		return fieldError("user.roles", "at least one role is required")
+	}
+	for i, r := range u.Roles {
+		if !lti.KnownRole(r) {
+			return fieldError(fmt.Sprintf("user.roles[%d]", i), "%q is not a role of the LIS vocabulary (service-interface §2.1)", r)
+		}
+	}
+	c.Roles = u.Roles
+	for _, f := range [...]struct {
+		name, value string
+		dst         *string
+	}{
+		{"user.name", u.Name, &c.Name}, {"user.givenName", u.GivenName, &c.GivenName},
+		{"user.familyName", u.FamilyName, &c.FamilyName}, {"user.middleName", u.MiddleName, &c.MiddleName},
+		{"user.locale", u.Locale, &c.Locale},
+	} {
+		if !validText(f.value, 1024) {
+			return fieldError(f.name, "must be at most 1024 characters of text")
+		}
+		*f.dst = f.value
+	}
+	if u.Email != "" {
+		if a, err := mail.ParseAddress(u.Email); err != nil || a.Address != u.Email {
+			return fieldError("user.email", "is not an email address")
+		}
+		c.Email = u.Email
+	}
+	if u.Picture != "" {
+		if !p.okURL(u.Picture) {
+			return fieldError("user.picture", "must be an absolute https URL")
+		}
+		c.Picture = u.Picture
+	}
+	return nil
+}
+
+func (p *MintParams) context(c *idTokenClaims, ctx *Context) *Error {
+	if ctx == nil {
+		return nil
+	}
+	if !asciiID(ctx.ID) {
+		return fieldError("context.id", "required, 1 to %d ASCII characters", MaxIdentifier)
+	}
+	for i, t := range ctx.Type {
+		if len(lti.NormaliseContextTypes([]string{t})) == 0 {
+			return fieldError(fmt.Sprintf("context.type[%d]", i), "%q is not a context type of service-interface §2.2", t)
+		}
+	}
+	if !validText(ctx.Label, 1024) || !validText(ctx.Title, 1024) {
+		return fieldError("context.title", "label and title must be at most 1024 characters of text")
+	}
+	c.Context = ctx
+	return nil
+}
+
+func (p *MintParams) deepLinking(c *idTokenClaims, dl *DeepLinking) *Error {
+	if dl == nil {
+		return fieldError("deepLinking", "a deep-linking launch needs deep-linking settings")
+	}
+	if len(dl.AcceptTypes) == 0 {
+		return fieldError("deepLinking.acceptTypes", "at least one content item type is required")
+	}
+	for i, t := range dl.AcceptTypes {
+		if !slices.Contains(contentItemTypes, t) && !p.okURL(t) {
+			return fieldError(fmt.Sprintf("deepLinking.acceptTypes[%d]", i), "%q is not a content item type (link, ltiResourceLink, file, html, image, or an extension URL)", t)
+		}
+	}
+	if len(dl.AcceptPresentationDocumentTargets) == 0 {
+		return fieldError("deepLinking.acceptPresentationDocumentTargets", "at least one document target is required")
+	}
+	for i, t := range dl.AcceptPresentationDocumentTargets {
+		if t != "iframe" && t != "window" && t != "embed" {
+			return fieldError(fmt.Sprintf("deepLinking.acceptPresentationDocumentTargets[%d]", i), "%q is not iframe, window or embed", t)
+		}
+	}
+	if len(dl.Data) > MaxDataBytes {
+		return fieldError("deepLinking.data", "must be at most %d bytes", MaxDataBytes)
+	}
+	c.DeepLinking = &dlSettings{
+		ReturnURL: p.DeepLinkReturnURL, AcceptTypes: dl.AcceptTypes, AcceptTargets: dl.AcceptPresentationDocumentTargets,
+		AcceptMedia: dl.AcceptMediaTypes, AcceptMultiple: dl.AcceptMultiple, AcceptLineItem: dl.AcceptLineItem,
+		AutoCreate: dl.AutoCreate, Title: dl.Title, Text: dl.Text, Data: dl.Data,
+	}
+	return nil
+}
+
+var contentItemTypes = []string{"link", "ltiResourceLink", "file", "html", "image"}
+
+func (p *MintParams) presentation(c *idTokenClaims, pr *Presentation) *Error {
+	if pr == nil {
+		return nil
+	}
+	switch pr.DocumentTarget {
+	case "", "frame", "iframe", "window":
+	default:
+		return fieldError("presentation.documentTarget", "must be frame, iframe or window")
+	}
+	if pr.ReturnURL != "" && !p.okURL(pr.ReturnURL) {
+		return fieldError("presentation.returnUrl", "must be an absolute https URL")
+	}
+	if pr.Width < 0 || pr.Height < 0 {
+		return fieldError("presentation.width", "width and height must not be negative")
+	}
+	c.Presentation = &presentation{DocumentTarget: pr.DocumentTarget, ReturnURL: pr.ReturnURL, Locale: pr.Locale, Width: pr.Width, Height: pr.Height}
+	return nil
+}
+
+func (p *MintParams) platform(c *idTokenClaims, pl *PlatformInfo) *Error {
+	if pl == nil {
+		return nil
+	}
+	if !asciiID(pl.GUID) {
+		return fieldError("platform.guid", "required, 1 to %d ASCII characters", MaxIdentifier)
+	}
+	if pl.ContactEmail != "" {
+		if a, err := mail.ParseAddress(pl.ContactEmail); err != nil || a.Address != pl.ContactEmail {
+			return fieldError("platform.contactEmail", "is not an email address")
+		}
+	}
+	if pl.URL != "" && !p.okURL(pl.URL) {
+		return fieldError("platform.url", "must be an absolute https URL")
+	}
+	c.ToolPlatform = &toolPlatform{GUID: pl.GUID, Name: pl.Name, ContactEmail: pl.ContactEmail, Description: pl.Description,
+		URL: pl.URL, ProductFamilyCode: pl.ProductFamilyCode, Version: pl.Version}
+	return nil
+}
+
+// services adds the NRPS and AGS claims for the scopes the tool holds: a claim for a
+// service the tool can get no token for would only mislead it.
+func (p *MintParams) services(c *idTokenClaims, s *Services) *Error {
+	if s == nil {
+		return nil
+	}
+	if n := s.NamesAndRoles; n != nil {
+		if !p.okURL(n.ContextMembershipsURL) {
+			return fieldError("services.namesAndRoles.contextMembershipsUrl", "must be an absolute https URL")
+		}
+		if slices.Contains(p.AllowedScopes, scopeNRPS) {
+			c.NRPS = &nrpsClaim{ContextMembershipsURL: n.ContextMembershipsURL, ServiceVersions: []string{"2.0"}}
+		}
+	}
+	if a := s.AssignmentAndGrades; a != nil {
+		if a.LineItemsURL == "" && a.LineItemURL == "" {
+			return fieldError("services.assignmentAndGrades.lineItemsUrl", "lineItemsUrl or lineItemUrl is required")
+		}
+		if a.LineItemsURL != "" && !p.okURL(a.LineItemsURL) {
+			return fieldError("services.assignmentAndGrades.lineItemsUrl", "must be an absolute https URL")
+		}
+		if a.LineItemURL != "" && !p.okURL(a.LineItemURL) {
+			return fieldError("services.assignmentAndGrades.lineItemUrl", "must be an absolute https URL")
+		}
+		requested := a.Scopes
+		if len(requested) == 0 {
+			requested = []string{scopeAGS + "lineitem", scopeAGS + "lineitem.readonly", scopeAGS + "result.readonly", scopeAGS + "score"}
+		}
+		var granted []string
+		for i, sc := range requested {
+			if len(sc) <= len(scopeAGS) || sc[:len(scopeAGS)] != scopeAGS {
+				return fieldError(fmt.Sprintf("services.assignmentAndGrades.scopes[%d]", i), "%q is not an AGS scope", sc)
+			}
+			if slices.Contains(p.AllowedScopes, sc) {
+				granted = append(granted, sc)
+			}
+		}
+		if len(granted) > 0 {
+			c.AGS = &agsClaim{Scope: granted, LineItems: a.LineItemsURL, LineItem: a.LineItemURL}
+		}
+	}
+	return nil
+}
+
+// okURL reports whether s is an absolute https URL (or http when allowed).
+func (p *MintParams) okURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	return u.Scheme == "https" || (p.AllowHTTP && u.Scheme == "http")
+}

@@ -1,0 +1,138 @@
+package webserver_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/internal/toolsim"
+	"github.com/ltiop/ltiop/webserver/signing"
+)
+
+// Platform mode end to end on the real API server: a ToolRegistration reconciled by the
+// controller, the platform key from the service Secret, the Bearer API, and a real tool
+// that validates what it receives against ltiop's platform JWKS.
+var _ = Describe("Platform mode", func() {
+	It("launches a registered tool and serves its token requests", func(ctx SpecContext) {
+		integrator := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+		DeferCleanup(integrator.Close)
+		d := startDevInstance("ltiop-platform-mode", func(c *config.Config) {
+			c.PlatformLaunchURL = integrator.URL + "/launch"
+		})
+
+		tool, err := toolsim.New(toolsim.Config{Issuer: d.URL,
+			AuthorizationEndpoint: d.URL + controllers.PlatformAuthorizePath,
+			TokenEndpoint:         d.URL + controllers.PlatformTokenPath,
+			PlatformJWKSURL:       d.URL + controllers.PlatformJWKSPath})
+		Expect(err).NotTo(HaveOccurred())
+		toolSrv := httptest.NewServer(tool.Handler())
+		DeferCleanup(toolSrv.Close)
+
+		By("registering the tool; the controller fills in what the vendor configures")
+		reg := &ltiv1.ToolRegistration{
+			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: "quiz-tool"},
+			Spec: ltiv1.ToolRegistrationSpec{
+				Name: "Quiz tool", LoginURL: ltiv1.EndpointURL(toolSrv.URL + "/login"),
+				RedirectionURIs: []ltiv1.EndpointURL{ltiv1.EndpointURL(toolSrv.URL + "/launch")},
+				TargetLinkURI:   ltiv1.EndpointURL(toolSrv.URL + "/launch"),
+				AuthConfig:      ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: tool.PublicJWK()},
+				Scopes:          []ltiv1.Scope{ltiv1.ScopeNRPSMembership},
+			},
+		}
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue())
+		}).Should(Succeed())
+		Expect(reg.Status.ClientID).To(Equal(string(reg.UID)))
+		Expect(reg.Status.DeploymentID).To(Equal("1"))
+		Expect(reg.Status.Issuer).To(Equal(d.URL))
+		Expect(reg.Status.AuthorizationEndpoint).To(Equal(d.URL + controllers.PlatformAuthorizePath))
+		Expect(reg.Status.TokenEndpoint).To(Equal(d.URL + controllers.PlatformTokenPath))
+		Expect(reg.Status.JWKSURL).To(Equal(d.URL + controllers.PlatformJWKSPath))
+		cfg := tool.Config()
+		cfg.ClientID, cfg.DeploymentID = reg.Status.ClientID, reg.Status.DeploymentID
+		tool.SetConfig(cfg)
+
+		By("publishing the key of the service Secret")
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: "ltiop-service"}, secret)).To(Succeed())
+		stored, err := signing.DecodeKeys(secret.Data[signing.SecretKeyPlatformKeys])
+		Expect(err).NotTo(HaveOccurred())
+		jwks := callAt(d.Local, "GET", controllers.PlatformJWKSPath, nil, nil)
+		set, err := jwk.Parse(jwks.Raw)
+		Expect(err).NotTo(HaveOccurred())
+		_, found := set.LookupKeyID(stored[0].ID)
+		Expect(found).To(BeTrue())
+
+		By("refusing the launch API without the API key")
+		body := map[string]any{"toolId": "quiz-tool", "user": "student-5", "resourceLink": map[string]string{"id": "rl-1"}}
+		Expect(callAt(d.Local, "POST", "/api/launches", body, nil).Status).To(Equal(401))
+
+		By("creating the launch, then following the browser through the tool and ltiop")
+		created := callAt(d.Local, "POST", "/api/launches", body, bearer)
+		Expect(created.Status).To(Equal(201), string(created.Raw))
+		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
+		Expect(ok).To(BeTrue())
+		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := browser.PostForm(action, form)
+		Expect(err).NotTo(HaveOccurred())
+		res.Body.Close()
+		Expect(res.StatusCode).To(Equal(http.StatusFound))
+		res, err = browser.Get(res.Header.Get("Location")) // the authorization request
+		Expect(err).NotTo(HaveOccurred())
+		res.Body.Close()
+		Expect(res.StatusCode).To(Equal(http.StatusFound))
+		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		Expect(toIntegrator.Path).To(Equal("/launch"))
+
+		answer := callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{
+			"payload":  toIntegrator.Query().Get("payload"),
+			"user":     map[string]any{"roles": []string{"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"}, "name": "Sam"},
+			"context":  map[string]any{"id": "c-1", "title": "Biology"},
+			"services": map[string]any{"namesAndRoles": map[string]any{"contextMembershipsUrl": "https://lms.example/c-1/members"}},
+		}, bearer)
+		Expect(answer.Status).To(Equal(200), string(answer.Raw))
+		action, form, ok = lmssim.ParseAutoSubmit(answer.JSON["form"].(string))
+		Expect(ok).To(BeTrue())
+		res, err = browser.PostForm(action, form)
+		Expect(err).NotTo(HaveOccurred())
+		res.Body.Close()
+		launch, err := tool.WaitLaunch(ctx, 1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(launch.OK).To(BeTrue(), launch.Err)
+		Expect(launch.Subject).To(Equal("student-5"))
+		Expect(launch.Claims["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"]).NotTo(BeNil())
+
+		By("issuing an access token to the tool and introspecting it")
+		tr, status, err := tool.RequestToken(ctx, []string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSScore)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(Equal(200))
+		Expect(tr.Scope).To(Equal(string(ltiv1.ScopeNRPSMembership)))
+		in := callAt(d.Local, "POST", "/api/tokens/introspect", map[string]string{"token": tr.AccessToken}, bearer)
+		Expect(in.JSON["active"]).To(BeTrue())
+		Expect(in.JSON["client_id"]).To(Equal(reg.Status.ClientID))
+
+		By("deactivating the tool: its tokens turn inactive and it cannot be launched")
+		reg.Spec.Active = new(bool)
+		Expect(k8s.Update(ctx, reg)).To(Succeed())
+		Eventually(func() any {
+			return callAt(d.Local, "POST", "/api/tokens/introspect", map[string]string{"token": tr.AccessToken}, bearer).JSON["active"]
+		}).Should(BeFalse())
+		Expect(callAt(d.Local, "POST", "/api/launches", body, bearer).errorCode()).To(Equal("TOOL_INACTIVE"))
+	})
+})

@@ -1,0 +1,173 @@
+package registry
+
+import (
+	"context"
+	"crypto/rsa"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/controllers"
+)
+
+// Tool is an immutable snapshot of one ToolRegistration (platform mode). Callers must not
+// modify it; a change in the cluster publishes a new snapshot.
+type Tool struct {
+	// ID is the registration's metadata.name, the tool ID of the API.
+	ID         string
+	Namespace  string
+	UID        types.UID
+	Generation int64
+	Created    time.Time
+	Spec       ltiv1.ToolRegistrationSpec
+	// ClientID and DeploymentID are the values in force (spec, or their defaults).
+	ClientID, DeploymentID string
+	// Ready mirrors the Ready condition for the current generation.
+	Ready bool
+
+	staticKey    *rsa.PublicKey
+	staticKID    string
+	staticKeyErr error
+}
+
+// Usable reports whether the tool may be launched and get tokens.
+func (t *Tool) Usable() bool { return t != nil && t.Spec.IsActive() && t.Ready }
+
+// RedirectionURIs returns the registered redirect URIs as strings.
+func (t *Tool) RedirectionURIs() []string {
+	out := make([]string, len(t.Spec.RedirectionURIs))
+	for i, u := range t.Spec.RedirectionURIs {
+		out[i] = string(u)
+	}
+	return out
+}
+
+// Scopes returns the allowed scopes as strings.
+func (t *Tool) Scopes() []string {
+	out := make([]string, len(t.Spec.Scopes))
+	for i, s := range t.Spec.Scopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// Tools holds the ToolRegistration snapshots, by name and by client id.
+type Tools struct {
+	mu       sync.RWMutex
+	byID     map[string]*Tool
+	byClient map[string]*Tool // the oldest of each client id, as the controller decides
+	synced   toolscache.ResourceEventHandlerRegistration
+}
+
+// NewTools returns an empty tool registry.
+func NewTools() *Tools {
+	return &Tools{byID: map[string]*Tool{}, byClient: map[string]*Tool{}}
+}
+
+// Attach feeds the registry from the cache's ToolRegistration informer. Call it before the
+// manager starts so the informer is part of its initial sync.
+func (ts *Tools) Attach(ctx context.Context, c cache.Cache) error {
+	inf, err := c.GetInformer(ctx, &ltiv1.ToolRegistration{})
+	if err != nil {
+		return fmt.Errorf("tool registration informer: %w", err)
+	}
+	h, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { ts.Apply(obj) },
+		UpdateFunc: func(_, obj any) { ts.Apply(obj) },
+		DeleteFunc: func(obj any) { ts.Forget(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	ts.synced = h
+	return nil
+}
+
+// HasSynced reports whether the initial list has been loaded.
+func (ts *Tools) HasSynced() bool { return ts.synced != nil && ts.synced.HasSynced() }
+
+// Get returns the tool with the given ID (metadata.name), or nil.
+func (ts *Tools) Get(id string) *Tool {
+	ts.mu.RLock()
+	defer ts.mu.RUnlock()
+	return ts.byID[id]
+}
+
+// ByClientID returns the tool in use for clientID, or nil.
+func (ts *Tools) ByClientID(clientID string) *Tool {
+	ts.mu.RLock()
+	defer ts.mu.RUnlock()
+	return ts.byClient[clientID]
+}
+
+// Apply records a ToolRegistration (an informer's add or update).
+func (ts *Tools) Apply(obj any) {
+	reg, ok := obj.(*ltiv1.ToolRegistration)
+	if !ok {
+		return
+	}
+	t := &Tool{
+		ID: reg.Name, Namespace: reg.Namespace, UID: reg.UID, Generation: reg.Generation,
+		Created: reg.CreationTimestamp.Time, Spec: *reg.Spec.DeepCopy(),
+		ClientID: reg.EffectiveClientID(), DeploymentID: reg.Spec.Deployment(),
+	}
+	t.staticKey, t.staticKID, t.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
+		t.Ready = c.Status == "True" && c.ObservedGeneration == reg.Generation
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if old := ts.byID[t.ID]; old != nil {
+		ts.unindex(old)
+	}
+	ts.byID[t.ID] = t
+	if cur := ts.byClient[t.ClientID]; cur == nil || olderTool(t, cur) {
+		ts.byClient[t.ClientID] = t
+	}
+}
+
+// Forget removes a ToolRegistration (an informer's delete).
+func (ts *Tools) Forget(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	reg, ok := obj.(*ltiv1.ToolRegistration)
+	if !ok {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if old := ts.byID[reg.Name]; old != nil && old.UID == reg.UID {
+		ts.unindex(old)
+		delete(ts.byID, reg.Name)
+	}
+}
+
+// unindex drops t from the client index and elects the oldest peer; the caller holds ts.mu.
+func (ts *Tools) unindex(t *Tool) {
+	if ts.byClient[t.ClientID] != t {
+		return
+	}
+	delete(ts.byClient, t.ClientID)
+	for _, peer := range ts.byID {
+		if peer != t && peer.ClientID == t.ClientID {
+			if cur := ts.byClient[t.ClientID]; cur == nil || olderTool(peer, cur) {
+				ts.byClient[t.ClientID] = peer
+			}
+		}
+	}
+}
+
+func olderTool(a, b *Tool) bool { return controllers.Older(a.Created, a.ID, b.Created, b.ID) }
+
+// ToolKey returns the key of tool t with the given kid: its static key, or one from its
+// key set (fetched and cached like the platforms' key sets).
+func (pk *PlatformKeys) ToolKey(ctx context.Context, t *Tool, kid string) (*rsa.PublicKey, error) {
+	return pk.keyOf(ctx, t.ID, t.Spec.AuthConfig, t.staticKey, t.staticKID, t.staticKeyErr, kid)
+}
