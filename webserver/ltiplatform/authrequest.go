@@ -1,9 +1,6 @@
 package ltiplatform
 
-import (
-	"net/url"
-	"strings"
-)
+import "net/url"
 
 // The checks of an incoming OIDC authorization request (lti-conformance.md §1.7) and the
 // codes they fail with. P-AUTH-05 (unknown client) and P-AUTH-06 (redirect_uri not
@@ -134,6 +131,3 @@ const (
 	maxIdentifier = 1024
 	maxState      = 4096
 )
-
-// trimmed reports whether s has no surrounding white space.
-func trimmed(s string) bool { return strings.TrimSpace(s) == s }

@@ -115,6 +115,7 @@ func TestDeepLinkingResponseRefusals(t *testing.T) {
 		{"P-DLR-04 azp is not the platform", "AZP_MISMATCH", nil, []toolsim.AssertionOption{toolsim.WithClaim("azp", "https://other.example")}},
 		{"P-DLR-05 RS512", "INVALID_ALGORITHM", nil, []toolsim.AssertionOption{toolsim.WithAlg("RS512")}},
 		{"P-DLR-06 expired", "TOKEN_EXPIRED", nil, []toolsim.AssertionOption{toolsim.WithClaim("exp", time.Now().Add(-time.Hour).Unix())}},
+		{"P-DLR-09 exp too far ahead to remember the nonce", "TOKEN_LIFETIME_TOO_LONG", nil, []toolsim.AssertionOption{toolsim.WithClaim("exp", time.Now().Add(30*24*time.Hour).Unix())}},
 		{"P-DLR-07 iat in the future", "INVALID_IAT", nil, []toolsim.AssertionOption{toolsim.WithClaim("iat", time.Now().Add(time.Hour).Unix())}},
 		{"P-DLR-08 no nonce", "MISSING_NONCE", nil, []toolsim.AssertionOption{toolsim.WithoutClaim("nonce")}},
 		{"P-DLR-10 other deployment", "DEPLOYMENT_MISMATCH", nil, []toolsim.AssertionOption{toolsim.WithClaim(claim+"deployment_id", "other")}},
@@ -248,6 +249,8 @@ func TestTokenEndpointRefusals(t *testing.T) {
 			"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:saml2-bearer"}, "client_assertion": {assertion()}, "scope": {scopeNRPS}}},
 		{"P-TOK-03 assertion is not a JWT", "invalid_client", 401, url.Values{"grant_type": {"client_credentials"},
 			"client_assertion_type": {toolsim.ClientAssertionType}, "client_assertion": {"not-a-jwt"}, "scope": {scopeNRPS}}},
+		{"P-TOK-04 client_id names another client", "invalid_client", 401, url.Values{"grant_type": {"client_credentials"}, "client_id": {"other"},
+			"client_assertion_type": {toolsim.ClientAssertionType}, "client_assertion": {assertion()}, "scope": {scopeNRPS}}},
 		{"P-TOK-09 no scope", "invalid_scope", 400, url.Values{"grant_type": {"client_credentials"},
 			"client_assertion_type": {toolsim.ClientAssertionType}, "client_assertion": {assertion()}}},
 	} {

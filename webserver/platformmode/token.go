@@ -64,6 +64,11 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 		p.tokenError(w, e)
 		return
 	}
+	if req.ClientID != "" && req.ClientID != clientID { // RFC 7521 §4.2: the same client
+		p.tokenError(w, &ltiplatform.Error{Status: 401, Code: ltiplatform.CodeIssuerMismatch, OAuth: ltiplatform.OAuthInvalidClient,
+			Rule: "P-TOK-04", Description: "client_id names another client than the assertion."})
+		return
+	}
 	t := p.tools.ByClientID(clientID)
 	if !t.Usable() { // P-TOK-04
 		p.tokenError(w, &ltiplatform.Error{Status: 401, Code: ltiplatform.CodeUnknownClient, OAuth: ltiplatform.OAuthInvalidClient,
