@@ -96,7 +96,11 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 			return ctrl.Result{}, err
 		}
 	}
-	setConditions(status, reg, problem)
+	readyMessage := "The registration is ready and launches from it are accepted."
+	if !reg.Spec.IsActive() {
+		readyMessage = "The registration is ready but inactive: launches are refused until it is activated."
+	}
+	setReadiness(&status.Conditions, reg.Generation, problem, readyMessage)
 	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -104,7 +108,7 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if equality.Semantic.DeepEqual(&reg.Status, status) {
 		return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil // nothing changed: skip the write
 	}
-	if problem != nil && !isReportedProblem(&reg.Status, problem) {
+	if problem != nil && !isReported(reg.Status.Conditions, problem) {
 		r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, problem.reason, "Validate", "%s", problem.message)
 	}
 	patch := client.MergeFrom(reg.DeepCopy())
@@ -167,31 +171,6 @@ func (r *PlatformRegistrationReconciler) setOAuth2Condition(ctx context.Context,
 // problem is why a registration is not Ready. Problems need a spec change to go away, so
 // they are reported once and not retried (no hot loop).
 type problem struct{ reason, message string }
-
-func setConditions(status *ltiv1.PlatformRegistrationStatus, reg *ltiv1.PlatformRegistration, p *problem) {
-	ready := metav1.Condition{Type: ltiv1.ConditionReady, ObservedGeneration: reg.Generation}
-	meta.RemoveStatusCondition(&status.Conditions, ltiv1.ConditionReconciling)
-	if p != nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-			Type: ltiv1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: reg.Generation,
-			Reason: p.reason, Message: p.message,
-		})
-	} else {
-		ready.Status, ready.Reason = metav1.ConditionTrue, ltiv1.ReasonReady
-		ready.Message = "The registration is ready and launches from it are accepted."
-		if !reg.Spec.IsActive() {
-			ready.Message = "The registration is ready but inactive: launches are refused until it is activated."
-		}
-		meta.RemoveStatusCondition(&status.Conditions, ltiv1.ConditionStalled)
-	}
-	meta.SetStatusCondition(&status.Conditions, ready)
-}
-
-func isReportedProblem(status *ltiv1.PlatformRegistrationStatus, p *problem) bool {
-	c := meta.FindStatusCondition(status.Conditions, ltiv1.ConditionReady)
-	return c != nil && c.Reason == p.reason && c.Message == p.message
-}
 
 // KeySecretName is the name of the Secret holding a registration's key.
 func KeySecretName(registration string) string {

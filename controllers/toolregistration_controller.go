@@ -38,10 +38,6 @@ const (
 // (ToolRegistration.EffectiveClientID).
 const IndexToolClientID = "spec.effectiveClientId"
 
-// ReasonInvalidRedirectionURI is the Ready reason of a tool whose redirection URIs cannot be
-// used in an OAuth2 authorization response (RFC 6749 §3.1.2 forbids a fragment).
-const ReasonInvalidRedirectionURI = "InvalidRedirectionURI"
-
 // ToolRegistrationReconciler validates every ToolRegistration (platform mode) and publishes
 // in its status what the tool vendor must configure: issuer, client_id, deployment_id and
 // the platform's endpoints. A ToolRegistration owns no Secret: its key is the tool's public
@@ -165,7 +161,7 @@ func (r *ToolRegistrationReconciler) checkToolSpec(tool *ltiv1.ToolRegistration)
 	for i, u := range tool.Spec.RedirectionURIs {
 		// An unescaped "#" always starts a fragment, even an empty one ("…/launch#").
 		if strings.Contains(string(u), "#") {
-			return &problem{ReasonInvalidRedirectionURI, fmt.Sprintf(
+			return &problem{ltiv1.ReasonInvalidRedirectionURI, fmt.Sprintf(
 				"spec.redirectionUris[%d]: %q carries a fragment, which an OAuth2 redirection URI must not (RFC 6749 §3.1.2).", i, string(u))}
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/controllers"
 )
 
 func exampleTool(name string) *ltiv1.ToolRegistration {
@@ -150,9 +149,9 @@ var _ = Describe("ToolRegistration controller", func() {
 		tool := exampleTool(uniqueName("fragment"))
 		tool.Spec.RedirectionURIs = append(tool.Spec.RedirectionURIs, "https://tool.example/lti/launch#top")
 		Expect(k8s.Create(ctx, tool)).To(Succeed())
-		Eventually(toolReady(tool)).Should(And(haveReason(metav1.ConditionFalse, controllers.ReasonInvalidRedirectionURI),
+		Eventually(toolReady(tool)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonInvalidRedirectionURI),
 			withMessage("spec.redirectionUris[2]"), withMessage("fragment")))
-		Eventually(eventsFor(tool.Name, controllers.ReasonInvalidRedirectionURI)).Should(HaveLen(1))
+		Eventually(eventsFor(tool.Name, ltiv1.ReasonInvalidRedirectionURI)).Should(HaveLen(1))
 
 		cur := getTool(tool)
 		cur.Spec.RedirectionURIs = cur.Spec.RedirectionURIs[:2]

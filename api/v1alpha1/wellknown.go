@@ -48,4 +48,7 @@ const (
 	ReasonOAuth2SecretMissing    = "SecretMissing"
 	ReasonOAuth2SecretIncomplete = "SecretIncomplete"
 	ReasonOAuth2URLsRequired     = "URLsRequired"
+	// ReasonInvalidRedirectionURI: a tool's redirection URI cannot be used in an OAuth2
+	// authorization response (RFC 6749 §3.1.2 forbids a fragment).
+	ReasonInvalidRedirectionURI = "InvalidRedirectionURI"
 )
