@@ -1,6 +1,8 @@
 // Command demo runs ltiop end to end with no cluster: a local kube-apiserver and etcd
-// (built from the Go module proxy by hack/build-binaries.sh), the CRD, an API key, the
-// samples, and ltiop in dev mode. It runs until interrupted, then removes everything.
+// (built from the Go module proxy by hack/build-binaries.sh), the CRDs, an API key, the
+// samples, and ltiop in dev mode. It launches once from an LMS simulator (tool mode) and
+// once into a sample tool from the integrator's platform app (platform mode). It runs until
+// interrupted, then removes everything.
 //
 // It needs no terminal: LTIOP_LISTEN and LTIOP_API_KEY (and every other LTIOP_* setting)
 // are read from the environment, so scripts can start it and wait for /readyz.
@@ -63,6 +65,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	plat, err := startDemoPlatform(envOr("LTIOP_DEMO_TOOL_LISTEN", "127.0.0.1:3003"),
+		envOr("LTIOP_DEMO_PLATFORM_LISTEN", "127.0.0.1:3002"), publicURL, apiKey)
+	if err != nil {
+		return err
+	}
+	defer plat.close()
 	cfg, err := config.Load(nil, func(name string) string {
 		if v := os.Getenv(name); v != "" {
 			return v
@@ -71,6 +79,10 @@ func run() error {
 			"LTIOP_NAMESPACE": namespace, "LTIOP_PUBLIC_URL": publicURL, "LTIOP_LISTEN": listen,
 			"LTIOP_METRICS_LISTEN": "0", "LTIOP_DEV_MODE": "true",
 			"LTIOP_LAUNCH_URL": lms.launchURL(), "LTIOP_DEEP_LINKING_URL": lms.launchURL(),
+			// Platform mode: the integrator's pages that answer tool launches.
+			"LTIOP_PLATFORM_LAUNCH_URL":              plat.launchURL(),
+			"LTIOP_PLATFORM_DEEP_LINKING_URL":        plat.deepLinkingURL(),
+			"LTIOP_PLATFORM_DEEP_LINKING_RETURN_URL": plat.deepLinkingReturnURL(),
 			// LMS simulators on this machine may register dynamically.
 			"LTIOP_OUTBOUND_ALLOW_LOOPBACK": "true",
 		}[name]
@@ -143,12 +155,25 @@ func run() error {
 	fmt.Printf("\nGET /api/memberships?limit=3 (the course roster, through NRPS):\n\n%s\n", roster)
 	fmt.Printf("\nA grade of 87/100 was posted with POST /api/lineitems/{id}/scores; the line item's results now read:\n\n%s\n", results)
 
+	if err := plat.register(ctx, k8s, cfg.Namespace); err != nil {
+		return fmt.Errorf("registering the demo tool: %w", err)
+	}
+	pl, err := plat.launchOnce(ctx)
+	if err != nil {
+		return fmt.Errorf("the demo platform-mode launch failed: %w", err)
+	}
+	fmt.Printf("\nPlatform mode: the integrator's platform app launched ToolRegistration %s through ltiop\n"+
+		"(POST /api/launches, the tool's login, /lti/platform/authorize, POST /api/launches/idtoken).\n"+
+		"The sample tool verified the id_token and saw:\n\n%s", toolRegistrationName, pl.summary())
+	fmt.Printf("\nThe tool got an access token from /lti/platform/token (scope %s);\nPOST /api/tokens/introspect answered:\n\n%s\n", pl.scope, pl.introspection)
+	fmt.Printf("\nWith it the tool read the course roster from the platform app: %d members.\n", pl.members)
+
 	envFile := filepath.Join(root, "tmp", "demo.env")
 	if err := writeEnvFile(envFile, kubeconfig, cfg.PublicURL, apiKey); err != nil {
 		return err
 	}
 	defer os.Remove(envFile)
-	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile, lms.base+"/start")
+	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile, lms.base+"/start", plat.base+"/start")
 
 	select {
 	case <-ctx.Done():
@@ -230,24 +255,30 @@ func writeEnvFile(path, kubeconfig, url, apiKey string) error {
 	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
-func printBanner(url, apiKey, kubeconfig, envFile, launchByHand string) {
+func printBanner(url, apiKey, kubeconfig, envFile, launchByHand, platformStart string) {
 	fmt.Printf(`
 ltiop is running (dev mode: http and loopback URLs are accepted).
 
   Launch by hand     open %[5]s in a browser (the LMS simulator launches you into a page
                      that shows the ID token)
+  Platform mode      open %[6]s: the integrator's platform app launches the sample
+                     tool (ToolRegistration demo-tool); its home page also tries deep linking
 
   OIDC login URL     %[1]s/lti/login
   Launch URL         %[1]s/lti/launch
   JWKS URL           %[1]s/lti/keys
   Platforms API      %[1]s/api/platforms
+  Platform authorize %[1]s/lti/platform/authorize
+  Platform token     %[1]s/lti/platform/token
+  Platform JWKS      %[1]s/lti/platform/jwks
+  Launches API       %[1]s/api/launches
   OpenAPI document   %[1]s/api/openapi.json
   API key            %[2]s
 
 In another terminal:
 
   source %[4]s        # sets KUBECONFIG, LTIOP_URL and LTIOP_API_KEY
-  kubectl get platreg
+  kubectl get platreg,toolreg
   curl -s -H "Authorization: Bearer $LTIOP_API_KEY" $LTIOP_URL/api/platforms
 
 or by hand:
@@ -256,7 +287,7 @@ or by hand:
   curl -s -H "Authorization: Bearer %[2]s" %[1]s/api/platforms
 
 Press Ctrl-C to stop; everything is removed.
-`, url, apiKey, kubeconfig, envFile, launchByHand)
+`, url, apiKey, kubeconfig, envFile, launchByHand, platformStart)
 }
 
 func waitReady(ctx context.Context, url string, done <-chan error) error {

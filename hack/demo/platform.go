@@ -1,0 +1,689 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/internal/toolsim"
+	"github.com/ltiop/ltiop/webserver/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/platformmode"
+)
+
+// demoPlatform is the platform-mode half of the demo. The integrator is a learning
+// platform here: its small web app (/start, /launch, /deep-link, /content-items and a
+// course roster) launches an external LTI tool through ltiop. The tool is
+// internal/toolsim, a real LTI 1.3 tool that checks everything it receives, served on a
+// port of its own.
+type demoPlatform struct {
+	tool     *toolsim.Tool
+	toolSim  http.Handler // the tool's own endpoints
+	toolBase string
+	base     string // the integrator's platform app
+	ltiop    string
+	apiKey   string
+	servers  []*http.Server
+	clientID string // the tool's client_id, once registered
+}
+
+const (
+	toolRegistrationName = "demo-tool" // config/samples has example-tool
+	demoUser             = "student-1"
+	demoTeacher          = "teacher-1"
+	demoCourseID         = "bio-101"
+
+	roleLearner       = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+	roleInstructor    = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+	claimNRPS         = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+	claimContext      = "https://purl.imsglobal.org/spec/lti/claim/context"
+	claimCustom       = "https://purl.imsglobal.org/spec/lti/claim/custom"
+	claimReturn       = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
+	claimRoles        = "https://purl.imsglobal.org/spec/lti/claim/roles"
+	claimResourceLink = "https://purl.imsglobal.org/spec/lti/claim/resource_link"
+)
+
+// startDemoPlatform starts the sample tool on toolListen and the platform app on appListen.
+func startDemoPlatform(toolListen, appListen, ltiopURL, apiKey string) (*demoPlatform, error) {
+	toolLn, err := net.Listen("tcp", toolListen)
+	if err != nil {
+		return nil, fmt.Errorf("demo tool: %w", err)
+	}
+	appLn, err := net.Listen("tcp", appListen)
+	if err != nil {
+		toolLn.Close()
+		return nil, fmt.Errorf("platform app: %w", err)
+	}
+	p := &demoPlatform{
+		toolBase: "http://" + reachable(toolLn.Addr().String()),
+		base:     "http://" + reachable(appLn.Addr().String()),
+		ltiop:    ltiopURL, apiKey: apiKey,
+	}
+	// The rest of the tool's configuration is only known once ltiop registered it.
+	if p.tool, err = toolsim.New(toolsim.Config{RedirectURI: p.toolBase + toolsim.LaunchPath}); err != nil {
+		toolLn.Close()
+		appLn.Close()
+		return nil, err
+	}
+	p.toolSim = p.tool.Handler()
+
+	toolMux := http.NewServeMux()
+	toolMux.Handle("/", p.toolSim)
+	toolMux.HandleFunc("POST "+toolsim.LaunchPath, p.toolLaunch)
+	toolMux.HandleFunc("POST "+toolsim.DeepLinkLaunchPath, p.toolLaunch)
+
+	app := http.NewServeMux()
+	app.HandleFunc("GET /{$}", p.home)
+	app.HandleFunc("GET /start", p.start)
+	app.HandleFunc("GET /launch", p.launchPage)
+	app.HandleFunc("GET /deep-link", p.deepLinkPage)
+	app.HandleFunc("GET /content-items", p.contentItems)
+	app.HandleFunc("POST /content-items", p.contentItems)
+	app.HandleFunc("GET /courses/"+demoCourseID+"/memberships", p.memberships)
+
+	for ln, h := range map[net.Listener]http.Handler{toolLn: toolMux, appLn: app} {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		p.servers = append(p.servers, srv)
+		go func() { _ = srv.Serve(ln) }()
+	}
+	return p, nil
+}
+
+func (p *demoPlatform) launchURL() string            { return p.base + "/launch" }
+func (p *demoPlatform) deepLinkingURL() string       { return p.base + "/deep-link" }
+func (p *demoPlatform) deepLinkingReturnURL() string { return p.base + "/content-items" }
+func (p *demoPlatform) membershipsURL() string {
+	return p.base + "/courses/" + demoCourseID + "/memberships"
+}
+
+func (p *demoPlatform) close() {
+	for _, s := range p.servers {
+		_ = s.Close()
+	}
+}
+
+// register creates the demo tool's ToolRegistration, waits until it is Ready, and
+// configures the tool with what its status says a tool vendor must enter.
+func (p *demoPlatform) register(ctx context.Context, k8s client.Client, namespace string) error {
+	reg := &ltiv1.ToolRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: toolRegistrationName},
+		Spec: ltiv1.ToolRegistrationSpec{
+			Name:     "Demo tool",
+			LoginURL: ltiv1.EndpointURL(p.toolBase + toolsim.LoginPath),
+			RedirectionURIs: []ltiv1.EndpointURL{
+				ltiv1.EndpointURL(p.toolBase + toolsim.LaunchPath),
+				ltiv1.EndpointURL(p.toolBase + toolsim.DeepLinkLaunchPath),
+			},
+			TargetLinkURI:  ltiv1.EndpointURL(p.toolBase + toolsim.LaunchPath),
+			DeepLinkingURL: ltiv1.EndpointURL(p.toolBase + toolsim.DeepLinkLaunchPath),
+			AuthConfig:     ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: p.tool.PublicJWK()},
+			Scopes:         []ltiv1.Scope{ltiv1.ScopeNRPSMembership},
+			DevMode:        true,
+		},
+	}
+	if err := k8s.Create(ctx, reg); err != nil {
+		return fmt.Errorf("creating ToolRegistration %s: %w", toolRegistrationName, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg); err != nil {
+			return fmt.Errorf("reading ToolRegistration %s: %w", toolRegistrationName, err)
+		}
+		ready := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady)
+		if ready != nil && ready.ObservedGeneration == reg.Generation {
+			if ready.Status == metav1.ConditionTrue && reg.Status.ClientID != "" {
+				break
+			}
+			if meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionStalled) {
+				return fmt.Errorf("ToolRegistration %s is not Ready: %s: %s", toolRegistrationName, ready.Reason, ready.Message)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ToolRegistration %s was not Ready after a minute (conditions: %+v)", toolRegistrationName, reg.Status.Conditions)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	s := reg.Status
+	cfg := p.tool.Config()
+	cfg.ClientID, cfg.DeploymentID, cfg.Issuer = s.ClientID, s.DeploymentID, s.Issuer
+	cfg.AuthorizationEndpoint, cfg.TokenEndpoint, cfg.PlatformJWKSURL = s.AuthorizationEndpoint, s.TokenEndpoint, s.JWKSURL
+	p.tool.SetConfig(cfg)
+	p.clientID = s.ClientID
+	return nil
+}
+
+// platformLaunch is what the demo's programmatic launch saw.
+type platformLaunch struct {
+	launch        toolsim.Launch
+	scope         string
+	introspection []byte
+	members       int
+}
+
+// launchOnce launches the demo tool as a browser would, from the platform app's /start
+// to the tool's verified launch, then has the tool get an access token, introspects it
+// and reads the course roster with it.
+func (p *demoPlatform) launchOnce(ctx context.Context) (*platformLaunch, error) {
+	before := len(p.tool.Launches())
+	browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse // every hop is checked
+	}}
+
+	// GET /start: POST /api/launches; the registration may need a moment to reach ltiop's
+	// registry, so a tool not found or not ready yet is retried.
+	var page string
+	for i := 0; ; i++ {
+		status, body, err := get(ctx, browser, p.base+"/start")
+		if err != nil {
+			return nil, fmt.Errorf("the platform app's /start: %w", err)
+		}
+		if status == http.StatusOK {
+			page = body
+			break
+		}
+		if i == 100 {
+			return nil, fmt.Errorf("the platform app's /start answered HTTP %d: %s", status, trimText(body))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	action, form, ok := lmssim.ParseAutoSubmit(page)
+	if !ok || action != p.toolBase+toolsim.LoginPath {
+		return nil, fmt.Errorf("the /start page has no form to the tool's login: %s", trimText(page))
+	}
+	// The tool's login initiation answers with its authentication request to ltiop.
+	res, err := browser.PostForm(action, form)
+	authorize, err := redirect("the tool's login", res, err)
+	if err != nil {
+		return nil, err
+	}
+	// ltiop's authorization endpoint sends the browser to the integrator's launch page.
+	res, err = browser.Get(authorize)
+	launchPage, err := redirect("ltiop's authorization endpoint", res, err)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(launchPage, p.launchURL()+"?") {
+		return nil, fmt.Errorf("ltiop's authorization endpoint redirected to %s, not to the platform launch page", trimText(launchPage))
+	}
+	// The launch page answers the payload and posts the id_token to the tool.
+	status, page, err := get(ctx, browser, launchPage)
+	if err != nil || status != http.StatusOK {
+		return nil, fmt.Errorf("the platform launch page: HTTP %d %v: %s", status, err, trimText(page))
+	}
+	if action, form, ok = lmssim.ParseAutoSubmit(page); !ok || action != p.toolBase+toolsim.LaunchPath {
+		return nil, fmt.Errorf("the platform launch page has no form to the tool's launch: %s", trimText(page))
+	}
+	if res, err = browser.PostForm(action, form); err != nil {
+		return nil, fmt.Errorf("posting the id_token to the tool: %w", err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	l, err := p.tool.WaitLaunch(wctx, before+1)
+	if err != nil {
+		return nil, fmt.Errorf("the tool recorded no launch: %w", err)
+	}
+	if !l.OK {
+		return nil, fmt.Errorf("the tool refused the launch: %s", l.Err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the tool's launch page answered HTTP %d: %s", res.StatusCode, trimText(string(body)))
+	}
+	out := &platformLaunch{launch: l}
+
+	// The tool's service call: an access token from ltiop's token endpoint (client
+	// credentials with a JWT signed by the tool), introspected by the integrator.
+	tr, status, err := p.tool.RequestToken(ctx, []string{string(ltiv1.ScopeNRPSMembership)})
+	if err != nil {
+		return nil, fmt.Errorf("the tool's token request: %w", err)
+	}
+	if status != http.StatusOK || tr.AccessToken == "" {
+		return nil, fmt.Errorf("the tool's token request: HTTP %d: %s %s", status, tr.Error, tr.ErrorDescription)
+	}
+	out.scope = tr.Scope
+	var raw json.RawMessage
+	if err := p.api(ctx, "/api/tokens/introspect", map[string]string{"token": tr.AccessToken}, &raw); err != nil {
+		return nil, err
+	}
+	var in platformmode.Introspection
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("POST /api/tokens/introspect: %w", err)
+	}
+	if !in.Active || in.ClientID != p.clientID {
+		return nil, fmt.Errorf("POST /api/tokens/introspect: the tool's token is not active for client %s: %s", p.clientID, raw)
+	}
+	out.introspection = indent(raw)
+
+	// The roster the launch pointed the tool to, read with that token.
+	nrps, _ := l.Claims[claimNRPS].(map[string]any)
+	rosterURL, _ := nrps["context_memberships_url"].(string)
+	if rosterURL == "" {
+		return nil, errors.New("the launch carried no NRPS claim")
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rosterURL, nil)
+	req.Header.Set("Authorization", "Bearer "+tr.AccessToken)
+	req.Header.Set("Accept", nrpsMediaType)
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		return nil, fmt.Errorf("reading the roster: %w", err)
+	}
+	defer res.Body.Close()
+	var roster struct {
+		Members []map[string]any `json:"members"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&roster); err != nil || res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading the roster: HTTP %d %v", res.StatusCode, err)
+	}
+	out.members = len(roster.Members)
+	return out, nil
+}
+
+// summary is what the demo prints about the launch.
+func (r *platformLaunch) summary() string {
+	c := r.launch.Claims
+	course, _ := c[claimContext].(map[string]any)
+	nrps, _ := c[claimNRPS].(map[string]any)
+	custom, _ := json.Marshal(c[claimCustom])
+	var b strings.Builder
+	for _, row := range [][2]string{
+		{"message type", r.launch.MessageType},
+		{"sub", r.launch.Subject},
+		{"name", fmt.Sprint(c["name"])},
+		{"client id", fmt.Sprint(c["aud"])},
+		{"course", fmt.Sprintf("%v (%v)", course["title"], course["id"])},
+		{"custom", string(custom)},
+		{"NRPS endpoint", fmt.Sprint(nrps["context_memberships_url"])},
+		{"tool's verdict", "accepted: signature (platform JWKS), iss, aud, exp/iat, nonce, state, deployment"},
+	} {
+		fmt.Fprintf(&b, "  %-15s %s\n", row[0], row[1])
+	}
+	return b.String()
+}
+
+// get fetches url with c and returns the status and the body.
+func get(ctx context.Context, c *http.Client, u string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	return res.StatusCode, string(b), err
+}
+
+// redirect checks that a browser hop answered 302 and returns where to.
+func redirect(what string, res *http.Response, err error) (string, error) {
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	defer res.Body.Close()
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusFound || loc == "" {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		return "", fmt.Errorf("%s answered HTTP %d instead of a redirect: %s", what, res.StatusCode, trimText(string(b)))
+	}
+	return loc, nil
+}
+
+func trimText(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 400 {
+		s = s[:400] + "…"
+	}
+	return s
+}
+
+func indent(raw []byte) []byte {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// apiError is an error answer of ltiop's API.
+type apiError struct {
+	path   string
+	status int
+	body   string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("POST %s: HTTP %d: %s", e.path, e.status, trimText(e.body))
+}
+
+var apiClient = &http.Client{Timeout: 10 * time.Second}
+
+// api posts body as JSON to ltiop's platform-mode API with the API key and decodes the
+// answer into out.
+func (p *demoPlatform) api(ctx context.Context, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.ltiop+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := apiClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	if res.StatusCode/100 != 2 {
+		return &apiError{path: path, status: res.StatusCode, body: string(data)}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	return nil
+}
+
+// The platform app's pages.
+
+var platformPage = template.Must(template.New("platform").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ltiop demo platform: {{.Title}}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}
+pre{background:#f5f5f5;padding:1rem;overflow:auto;border-radius:4px}</style></head>
+<body><h1>{{.Title}}</h1>
+{{with .Text}}<p>{{.}}</p>{{end}}
+{{with .Error}}<p><strong>{{.}}</strong></p>{{end}}
+{{with .Items}}<ul>{{range .}}<li>{{.Title}} ({{.Type}}){{if eq .Type "link"}}: <a href="{{.URL}}">{{.URL}}</a>{{else if .URL}}: {{.URL}}{{end}}</li>{{end}}</ul>{{end}}
+{{with .JSON}}<pre>{{.}}</pre>{{end}}
+{{with .Links}}<ul>{{range .}}<li><a href="{{.Href}}">{{.Text}}</a></li>{{end}}</ul>{{end}}
+{{.Form}}
+</body></html>`))
+
+type link struct{ Href, Text string }
+
+type pageData struct {
+	Title, Text, Error, JSON string
+	Items                    any
+	Links                    []link
+	// Form is the auto-submitting form ltiop built with html/template.
+	Form template.HTML
+}
+
+func render(w http.ResponseWriter, status int, d pageData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = platformPage.Execute(w, d)
+}
+
+// fail shows an API error; ltiop's answer keeps its status, anything else is a 502.
+func fail(w http.ResponseWriter, title string, err error) {
+	status := http.StatusBadGateway
+	var ae *apiError
+	if errors.As(err, &ae) {
+		status = ae.status
+	}
+	render(w, status, pageData{Title: title, Error: err.Error(), Links: homeLinks})
+}
+
+var homeLinks = []link{
+	{"/start", "Launch the demo tool (a resource link, as the learner Sam Student)"},
+	{"/start?deepLinking=1", "Pick content from the demo tool (deep linking, as the teacher Terry Teacher)"},
+}
+
+func (p *demoPlatform) home(w http.ResponseWriter, _ *http.Request) {
+	render(w, http.StatusOK, pageData{Title: "The integrator as a learning platform",
+		Text:  "This app launches the demo LTI tool through ltiop's platform mode (ToolRegistration " + toolRegistrationName + ").",
+		Links: homeLinks})
+}
+
+// start begins a launch: POST /api/launches, then the browser posts the login initiation
+// to the tool.
+func (p *demoPlatform) start(w http.ResponseWriter, r *http.Request) {
+	req := platformmode.CreateLaunchRequest{ToolID: toolRegistrationName, User: demoUser,
+		ResourceLink: &ltiplatform.ResourceLink{ID: "week-1-quiz", Title: "Week 1 quiz"}}
+	if r.URL.Query().Get("deepLinking") != "" {
+		req = platformmode.CreateLaunchRequest{ToolID: toolRegistrationName, User: demoTeacher,
+			MessageType: ltiplatform.MessageDeepLinking, Data: json.RawMessage(`{"module":"week-2"}`)}
+	}
+	var lp platformmode.LaunchParameters
+	if err := p.api(r.Context(), "/api/launches", req, &lp); err != nil {
+		fail(w, "The launch could not start", err)
+		return
+	}
+	render(w, http.StatusOK, pageData{Title: "Launching " + lp.ToolID + "…",
+		Text: "POST /api/launches answered the tool's login initiation; your browser posts it to " + lp.LoginURL + ".",
+		Form: template.HTML(lp.Form)}) // #nosec G203: built by ltiop with html/template
+}
+
+// course is the course every demo launch comes from.
+var course = &ltiplatform.Context{ID: demoCourseID, Label: "BIO101", Title: "Introduction to Biology",
+	Type: []string{"http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"}}
+
+// launchPage is the platform launch page (platformLaunchUrl): ltiop sends the browser
+// here with ?payload=; the page says who launches from where and posts the id_token.
+func (p *demoPlatform) launchPage(w http.ResponseWriter, r *http.Request) {
+	p.answer(w, r, ltiplatform.LaunchData{
+		User: &ltiplatform.User{Roles: []string{roleLearner}, Name: "Sam Student", GivenName: "Sam",
+			FamilyName: "Student", Email: "sam.student@example.edu"},
+		Custom: map[string]string{"chapter": "1", "difficulty": "easy"},
+	})
+}
+
+// deepLinkPage is the platform deep-linking page (platformDeepLinkingUrl).
+func (p *demoPlatform) deepLinkPage(w http.ResponseWriter, r *http.Request) {
+	multiple := true
+	p.answer(w, r, ltiplatform.LaunchData{
+		User: &ltiplatform.User{Roles: []string{roleInstructor}, Name: "Terry Teacher", GivenName: "Terry",
+			FamilyName: "Teacher", Email: "terry.teacher@example.edu"},
+		DeepLinking: &ltiplatform.DeepLinking{AcceptTypes: []string{"ltiResourceLink", "link"},
+			AcceptPresentationDocumentTargets: []string{"iframe", "window"}, AcceptMultiple: &multiple,
+			Title: "Week 2 activities", Data: "week-2"},
+	})
+}
+
+func (p *demoPlatform) answer(w http.ResponseWriter, r *http.Request, d ltiplatform.LaunchData) {
+	d.Payload = r.URL.Query().Get("payload")
+	d.Context = course
+	d.Presentation = &ltiplatform.Presentation{DocumentTarget: "window", ReturnURL: p.base + "/"}
+	d.Platform = &ltiplatform.PlatformInfo{GUID: "ltiop-demo-platform", Name: "ltiop demo platform"}
+	d.Services = &ltiplatform.Services{NamesAndRoles: &ltiplatform.NamesAndRoles{ContextMembershipsURL: p.membershipsURL()}}
+	var ans platformmode.IDTokenAnswer
+	if err := p.api(r.Context(), "/api/launches/idtoken", d, &ans); err != nil {
+		fail(w, "The launch could not continue", err)
+		return
+	}
+	render(w, http.StatusOK, pageData{Title: "Sending you to the tool…",
+		Text: "POST /api/launches/idtoken minted the id_token; your browser posts it to " + ans.RedirectURI + ".",
+		Form: template.HTML(ans.Form)}) // #nosec G203: built by ltiop with html/template
+}
+
+// contentItems is the deep-linking return page (platformDeepLinkingReturnUrl).
+func (p *demoPlatform) contentItems(w http.ResponseWriter, r *http.Request) {
+	var res platformmode.ContentItemsResult
+	if err := p.api(r.Context(), "/api/launches/content-items", map[string]string{"payload": r.FormValue("payload")}, &res); err != nil {
+		fail(w, "The selected content could not be read", err)
+		return
+	}
+	b, _ := json.MarshalIndent(&res, "", "  ")
+	render(w, http.StatusOK, pageData{Title: fmt.Sprintf("%s returned %d content item(s)", res.ToolID, len(res.ContentItems)),
+		Text:  "POST /api/launches/content-items verified the tool's deep-linking response:",
+		Items: res.ContentItems, JSON: string(b), Links: homeLinks})
+}
+
+const nrpsMediaType = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+
+// memberships is the course roster (NRPS) the launches point tools to. It takes the access
+// tokens ltiop's token endpoint issues, checked with POST /api/tokens/introspect.
+func (p *demoPlatform) memberships(w http.ResponseWriter, r *http.Request) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "an access token from ltiop's token endpoint is required", http.StatusUnauthorized)
+		return
+	}
+	var in platformmode.Introspection
+	if err := p.api(r.Context(), "/api/tokens/introspect", map[string]string{"token": tok}, &in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	if !in.Active {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		http.Error(w, "the access token is not active", http.StatusUnauthorized)
+		return
+	}
+	if !slices.Contains(strings.Fields(in.Scope), string(ltiv1.ScopeNRPSMembership)) {
+		http.Error(w, "the access token does not carry the NRPS scope", http.StatusForbidden)
+		return
+	}
+	member := func(id, name string, role string) map[string]any {
+		return map[string]any{"status": "Active", "user_id": id, "name": name, "roles": []string{role}}
+	}
+	w.Header().Set("Content-Type", nrpsMediaType)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id":      p.membershipsURL(),
+		"context": map[string]any{"id": course.ID, "label": course.Label, "title": course.Title},
+		"members": []map[string]any{
+			member(demoUser, "Sam Student", roleLearner),
+			member("student-2", "Alex Learner", roleLearner),
+			member(demoTeacher, "Terry Teacher", roleInstructor),
+		},
+	})
+}
+
+// The demo tool's pages: toolsim verifies and records the launch; the tool then shows
+// what it verified, or, for a deep-linking launch, offers content to return.
+
+var toolPage = template.Must(template.New("tool").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Demo tool</title>
+<style>body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;background:#f4f8ff}
+th{text-align:left;padding-right:1rem;vertical-align:top}</style></head>
+<body><h1>Demo tool: {{.Heading}}</h1>
+<p>This is the sample LTI 1.3 tool. It verified the id_token ltiop posted here against ltiop's
+platform key set (signature, issuer, audience, times, nonce, state, deployment).</p>
+<table>{{range .Rows}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
+{{if .ReturnURL}}<form action="{{.ReturnURL}}" method="post"><input type="hidden" name="JWT" value="{{.JWT}}">
+<p>It offers: {{range .Items}}<br>{{.title}} ({{.type}}){{end}}</p>
+<button type="submit">Add to the course</button></form>{{end}}
+{{with .Back}}<p><a href="{{.}}">Back to the platform</a></p>{{end}}
+</body></html>`))
+
+func (p *demoPlatform) toolLaunch(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	_ = r.ParseForm()
+	rec := &bufferedResponse{header: http.Header{}}
+	p.toolSim.ServeHTTP(rec, r)
+	var l toolsim.Launch
+	launches := p.tool.Launches()
+	for i := len(launches) - 1; i >= 0; i-- {
+		if launches[i].State == r.PostForm.Get("state") {
+			l = launches[i]
+			break
+		}
+	}
+	if !l.OK {
+		rec.writeTo(w)
+		return
+	}
+	c := l.Claims
+	course, _ := c[claimContext].(map[string]any)
+	link, _ := c[claimResourceLink].(map[string]any)
+	pres, _ := c[claimReturn].(map[string]any)
+	nrps, _ := c[claimNRPS].(map[string]any)
+	var roles []string
+	if rs, ok := c[claimRoles].([]any); ok {
+		for _, r := range rs {
+			roles = append(roles, fmt.Sprint(r))
+		}
+	}
+	rows := [][2]string{{"Message type", l.MessageType}, {"User", fmt.Sprintf("%v (%s)", c["name"], l.Subject)},
+		{"Roles", strings.Join(roles, ", ")}}
+	if course != nil {
+		rows = append(rows, [2]string{"Course", fmt.Sprintf("%v (%v)", course["title"], course["id"])})
+	}
+	if link != nil {
+		rows = append(rows, [2]string{"Resource link", fmt.Sprintf("%v (%v)", link["title"], link["id"])})
+	}
+	if custom, ok := c[claimCustom]; ok {
+		b, _ := json.Marshal(custom)
+		rows = append(rows, [2]string{"Custom", string(b)})
+	}
+	if nrps != nil {
+		rows = append(rows, [2]string{"Roster (NRPS)", fmt.Sprint(nrps["context_memberships_url"])})
+	}
+	d := map[string]any{"Heading": "launch verified", "Rows": rows, "Back": pres["return_url"]}
+	if l.MessageType == toolsim.DeepLinkingRequest {
+		items := []map[string]any{
+			{"type": "ltiResourceLink", "title": "Week 2 quiz", "url": p.toolBase + toolsim.LaunchPath,
+				"custom": map[string]any{"quiz": "2"}},
+			{"type": "link", "title": "The LTI 1.3 specification", "url": "https://www.imsglobal.org/spec/lti/v1p3"},
+		}
+		jwt, ret, err := p.tool.DeepLinkingResponse(l, items)
+		if err != nil {
+			http.Error(w, "the demo tool cannot answer: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		d["Heading"], d["ReturnURL"], d["JWT"], d["Items"], d["Back"] = "pick content", ret, jwt, items, nil
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = toolPage.Execute(w, d)
+}
+
+// bufferedResponse keeps toolsim's answer until the demo tool knows whether it adds a page.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+func (b *bufferedResponse) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *bufferedResponse) writeTo(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	w.WriteHeader(b.status)
+	_, _ = w.Write(b.body.Bytes())
+}
