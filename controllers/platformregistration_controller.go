@@ -324,6 +324,12 @@ func (r *PlatformRegistrationReconciler) checkSpec(reg *ltiv1.PlatformRegistrati
 
 // ValidateAuthConfig checks that the platform key can be used as its method says.
 func ValidateAuthConfig(ac ltiv1.AuthConfig, allowHTTP bool) error {
+	return validateKey(ac, allowHTTP, "platform")
+}
+
+// validateKey checks the key of a registration; owner ("platform", "tool") names whose key
+// it is in the messages.
+func validateKey(ac ltiv1.AuthConfig, allowHTTP bool, owner string) error {
 	var err error
 	switch ac.Method {
 	case ltiv1.AuthMethodRSAKey:
@@ -336,7 +342,7 @@ func ValidateAuthConfig(ac ltiv1.AuthConfig, allowHTTP bool) error {
 		}
 	case ltiv1.AuthMethodJWKSet:
 		if err = config.CheckURL(ac.Key, allowHTTP); err != nil {
-			err = fmt.Errorf("JWK_SET must be the URL of the platform's key set: %w", err)
+			err = fmt.Errorf("JWK_SET must be the URL of the %s's key set: %w", owner, err)
 		} else if u, _ := url.Parse(ac.Key); u.Fragment != "" {
 			err = fmt.Errorf("JWK_SET URL must not carry a fragment")
 		}

@@ -23,7 +23,6 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
-	"github.com/ltiop/ltiop/internal/keys"
 )
 
 // Public paths of the platform-mode web server that a tool vendor configures.
@@ -166,7 +165,7 @@ func (r *ToolRegistrationReconciler) checkToolSpec(tool *ltiv1.ToolRegistration)
 		}
 	}
 
-	if err := validateToolKey(tool.Spec.AuthConfig, allowHTTP); err != nil {
+	if err := validateKey(tool.Spec.AuthConfig, allowHTTP, "tool"); err != nil {
 		return &problem{ltiv1.ReasonInvalidAuthConfig, fmt.Sprintf("spec.authConfig: %v.", err)}
 	}
 	return nil
@@ -176,30 +175,6 @@ func (r *ToolRegistrationReconciler) checkToolSpec(tool *ltiv1.ToolRegistration)
 func isHTTP(raw string) bool {
 	u, err := url.Parse(raw)
 	return err == nil && u.Scheme == "http"
-}
-
-// validateToolKey checks that the tool's key can be used as its method says.
-func validateToolKey(ac ltiv1.AuthConfig, allowHTTP bool) error {
-	var err error
-	switch ac.Method {
-	case ltiv1.AuthMethodRSAKey:
-		if _, err = keys.ParsePublicKeyPEM(ac.Key); err != nil {
-			err = fmt.Errorf("RSA_KEY is not a PEM RSA public key: %w", err)
-		}
-	case ltiv1.AuthMethodJWKKey:
-		if _, err = keys.ParsePublicJWK(ac.Key); err != nil {
-			err = fmt.Errorf("JWK_KEY is not an RSA public JWK: %w", err)
-		}
-	case ltiv1.AuthMethodJWKSet:
-		if err = config.CheckURL(ac.Key, allowHTTP); err != nil {
-			err = fmt.Errorf("JWK_SET must be the URL of the tool's key set: %w", err)
-		} else if u, _ := url.Parse(ac.Key); u.Fragment != "" {
-			err = fmt.Errorf("JWK_SET URL must not carry a fragment")
-		}
-	default:
-		err = fmt.Errorf("method %q is not one of JWK_SET, JWK_KEY, RSA_KEY", ac.Method)
-	}
-	return err
 }
 
 // checkDuplicateTool refuses the newer of two tools with the same effective client id: the
