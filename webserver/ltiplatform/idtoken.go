@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/mail"
-	"net/url"
 	"slices"
 	"time"
 
+	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -437,10 +437,4 @@ func (p *MintParams) services(c *idTokenClaims, s *Services) *Error {
 }
 
 // okURL reports whether s is an absolute https URL (or http when allowed).
-func (p *MintParams) okURL(s string) bool {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil {
-		return false
-	}
-	return u.Scheme == "https" || (p.AllowHTTP && u.Scheme == "http")
-}
+func (p *MintParams) okURL(s string) bool { return config.CheckURL(s, p.AllowHTTP) == nil }

@@ -59,7 +59,7 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 	token := r.PostFormValue("JWT")
 	res, pe := ltiplatform.VerifyDeepLinkingResponse(r.Context(), token, ltiplatform.DeepLinkingRequest{
 		Issuer: p.opts.Issuer, ClientID: t.ClientID, DeploymentID: ret.DeploymentID,
-		Data: ret.Data, HasData: ret.HasData, AcceptTypes: ret.AcceptTypes,
+		Data: ret.Data, HasData: ret.Data != "", AcceptTypes: ret.AcceptTypes,
 		AcceptMultiple: ret.AcceptMultiple, AcceptLineItem: ret.AcceptLineItem,
 	}, p.keyFunc(t), now, p.opts.ClockSkew)
 	if pe != nil {

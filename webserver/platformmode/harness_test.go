@@ -300,7 +300,7 @@ func (h *harness) answerAndPost(d ltiplatform.LaunchData) (platformmode.IDTokenA
 	}
 	action, form, ok := lmssim.ParseAutoSubmit(ans.Form)
 	if !ok || action != ans.RedirectURI || form.Get("id_token") != ans.IDToken || form.Get("state") != ans.State {
-		h.t.Fatalf("the answer's form does not post id_token and state to the redirect URI: %q", ans.Form)
+		h.t.Fatalf("P-AUTH-13: the answer's form does not post id_token and state to the redirect URI: %q", ans.Form)
 	}
 	n := len(h.tool.Launches())
 	res, err := h.client.PostForm(action, form)

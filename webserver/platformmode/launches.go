@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -95,7 +96,7 @@ func (p *Platform) createLaunch(req *CreateLaunchRequest) (*LaunchParameters, *h
 			}
 			h.TargetLinkURI = string(t.Spec.DeepLinkingURL)
 		}
-	} else if !p.okURL(h.TargetLinkURI) && !(t.Spec.DevMode && isHTTP(h.TargetLinkURI)) {
+	} else if config.CheckURL(h.TargetLinkURI, p.opts.DevMode || t.Spec.DevMode) != nil {
 		return nil, invalid("targetLinkUri", "must be an absolute https URL")
 	}
 	if req.DeploymentID != "" && req.DeploymentID != t.DeploymentID {
@@ -151,11 +152,6 @@ func (p *Platform) createLaunch(req *CreateLaunchRequest) (*LaunchParameters, *h
 	}, nil
 }
 
-func isHTTP(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && u.Scheme == "http" && u.Host != ""
-}
-
 // IDTokenAnswer is the answer of POST /api/launches/idtoken.
 type IDTokenAnswer struct {
 	Form        string `json:"form"`
@@ -172,7 +168,6 @@ type deepLinkReturn struct {
 	DeploymentID   string          `json:"deployment"`
 	User           string          `json:"user"`
 	Data           string          `json:"data,omitempty"`
-	HasData        bool            `json:"hasData,omitempty"`
 	AcceptTypes    []string        `json:"acceptTypes"`
 	AcceptMultiple bool            `json:"acceptMultiple,omitempty"`
 	AcceptLineItem *bool           `json:"acceptLineItem,omitempty"`
@@ -219,7 +214,7 @@ func (p *Platform) answer(d *ltiplatform.LaunchData) (*IDTokenAnswer, *httpapi.E
 	if l.MessageType == ltiplatform.MessageDeepLinking && d.DeepLinking != nil {
 		ret := deepLinkReturn{
 			ToolID: t.ID, ClientID: t.ClientID, DeploymentID: t.DeploymentID, User: l.User,
-			Data: d.DeepLinking.Data, HasData: d.DeepLinking.Data != "", AcceptTypes: d.DeepLinking.AcceptTypes,
+			Data: d.DeepLinking.Data, AcceptTypes: d.DeepLinking.AcceptTypes,
 			AcceptMultiple: d.DeepLinking.AcceptMultiple != nil && *d.DeepLinking.AcceptMultiple,
 			AcceptLineItem: d.DeepLinking.AcceptLineItem, IntegratorData: l.Data,
 		}

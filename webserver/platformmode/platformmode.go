@@ -196,15 +196,6 @@ func (p *Platform) keyFunc(t *registry.Tool) ltiplatform.KeyFunc {
 	}
 }
 
-// okURL reports whether s is an absolute https URL (http in dev mode).
-func (p *Platform) okURL(s string) bool {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return false
-	}
-	return u.Scheme == "https" || (p.opts.DevMode && u.Scheme == "http")
-}
-
 func fromProtocol(e *ltiplatform.Error) *httpapi.Error {
 	return httpapi.Errorf(e.Status, e.Code, e.Description)
 }

@@ -31,6 +31,9 @@ type Tool struct {
 	// Ready mirrors the Ready condition for the current generation.
 	Ready bool
 
+	// The spec's redirect URIs and scopes as strings, converted once per change.
+	redirectURIs, scopes []string
+
 	staticKey    *rsa.PublicKey
 	staticKID    string
 	staticKeyErr error
@@ -39,23 +42,11 @@ type Tool struct {
 // Usable reports whether the tool may be launched and get tokens.
 func (t *Tool) Usable() bool { return t != nil && t.Spec.IsActive() && t.Ready }
 
-// RedirectionURIs returns the registered redirect URIs as strings.
-func (t *Tool) RedirectionURIs() []string {
-	out := make([]string, len(t.Spec.RedirectionURIs))
-	for i, u := range t.Spec.RedirectionURIs {
-		out[i] = string(u)
-	}
-	return out
-}
+// RedirectionURIs returns the registered redirect URIs (shared: do not modify).
+func (t *Tool) RedirectionURIs() []string { return t.redirectURIs }
 
-// Scopes returns the allowed scopes as strings.
-func (t *Tool) Scopes() []string {
-	out := make([]string, len(t.Spec.Scopes))
-	for i, s := range t.Spec.Scopes {
-		out[i] = string(s)
-	}
-	return out
-}
+// Scopes returns the allowed scopes (shared: do not modify).
+func (t *Tool) Scopes() []string { return t.scopes }
 
 // Tools holds the ToolRegistration snapshots, by name and by client id.
 type Tools struct {
@@ -118,6 +109,12 @@ func (ts *Tools) Apply(obj any) {
 		ClientID: reg.EffectiveClientID(), DeploymentID: reg.Spec.Deployment(),
 	}
 	t.staticKey, t.staticKID, t.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	for _, u := range reg.Spec.RedirectionURIs {
+		t.redirectURIs = append(t.redirectURIs, string(u))
+	}
+	for _, sc := range reg.Spec.Scopes {
+		t.scopes = append(t.scopes, string(sc))
+	}
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
 		t.Ready = c.Status == "True" && c.ObservedGeneration == reg.Generation
 	}
