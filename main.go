@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
 )
 

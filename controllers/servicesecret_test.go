@@ -22,7 +22,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/controllers"
-	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/webserver/sessions"
 	"github.com/ltiop/ltiop/webserver/signing"

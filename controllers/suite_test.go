@@ -14,9 +14,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
-	"github.com/ltiop/ltiop/internal/testenv"
+	"github.com/ltiop/ltiop/test/utils/testenv"
 )
 
 const (

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
 )
 

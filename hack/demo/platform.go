@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/lmssim"
-	"github.com/ltiop/ltiop/internal/toolsim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/platformmode"
 )
@@ -28,7 +28,7 @@ import (
 // demoPlatform is the platform-mode half of the demo. The integrator is a learning
 // platform here: its small web app (/start, /launch, /deep-link, /content-items and a
 // course roster) launches an external LTI tool through ltiop. The tool is
-// internal/toolsim, a real LTI 1.3 tool that checks everything it receives, served on a
+// simulators/toolsim, a real LTI 1.3 tool that checks everything it receives, served on a
 // port of its own.
 type demoPlatform struct {
 	tool     *toolsim.Tool

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 var testTool = ToolConfig{

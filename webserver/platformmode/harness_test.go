@@ -18,8 +18,8 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/controllers"
-	"github.com/ltiop/ltiop/internal/lmssim"
-	"github.com/ltiop/ltiop/internal/toolsim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/platformmode"
@@ -46,7 +46,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// harness runs platform mode over real loopback HTTP with a real tool (internal/toolsim):
+// harness runs platform mode over real loopback HTTP with a real tool (simulators/toolsim):
 // ltiop's platform endpoints, the integrator's launch and return pages, and the tool.
 type harness struct {
 	t          *testing.T

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/keys"
-	"github.com/ltiop/ltiop/internal/toolsim"
+	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/platformmode"
 )

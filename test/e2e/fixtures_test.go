@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ltiop/ltiop/internal/testenv"
+	"github.com/ltiop/ltiop/test/utils/testenv"
 )
 
 // fixtureDir holds real Canvas, Blackboard, Moodle and spec payloads (decoded, unsigned).

@@ -23,8 +23,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/internal/keys"
-	"github.com/ltiop/ltiop/internal/lmssim"
-	"github.com/ltiop/ltiop/internal/toolsim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/simulators/toolsim"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 func TestServicesAnswer404UntilEnabled(t *testing.T) {

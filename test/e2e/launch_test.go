@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 const (

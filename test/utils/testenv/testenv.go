@@ -15,7 +15,7 @@ import (
 // Root is the repository root.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Start starts a control plane. KUBEBUILDER_ASSETS names the binaries; `make test` sets it.

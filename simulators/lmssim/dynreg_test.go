@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 const toolConfigKey = "https://purl.imsglobal.org/spec/lti-tool-configuration"

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 // appendPath inserts a path ending before the query, as a tool must (T-AGS-01).

@@ -20,7 +20,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 const deploymentClaim = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"

@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/httpapi"

@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"context"

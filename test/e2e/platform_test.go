@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"net/http"
@@ -18,8 +18,8 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
-	"github.com/ltiop/ltiop/internal/lmssim"
-	"github.com/ltiop/ltiop/internal/toolsim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/signing"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 type container struct {

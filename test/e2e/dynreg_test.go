@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 // drLMS is a simulated platform offering dynamic registration, on loopback.

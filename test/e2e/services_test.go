@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"net/http"
@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ltiop/ltiop/internal/lmssim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 // servicesLMS is a registered LMS simulator offering NRPS, AGS and deep linking; it

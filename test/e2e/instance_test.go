@@ -1,4 +1,4 @@
-package webserver_test
+package e2e
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ltiop/ltiop/internal/app"
+	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
 )
 
