@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/registration"
+	"github.com/ltiop/ltiop/internal/urls"
 )
 
 // IndexIssuerClient indexes PlatformRegistrations by IssuerClientKey(url, clientId).
@@ -40,13 +41,6 @@ const IndexIssuerClient = "spec.issuerClient"
 
 // IssuerClientKey is the identity of a registration: one issuer serves many customers.
 func IssuerClientKey(issuer, clientID string) string { return issuer + "\x00" + clientID }
-
-// Public paths of the web server that an LMS administrator configures.
-const (
-	LoginPath  = "/lti/login"
-	LaunchPath = "/lti/launch"
-	JWKSPath   = "/lti/keys"
-)
 
 // PlatformRegistrationReconciler keeps, for every PlatformRegistration, the tool key the
 // LMS trusts (in an owned Secret) and a status that says whether the registration is usable.
@@ -80,9 +74,9 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 
 	status := reg.Status.DeepCopy()
 	status.ObservedGeneration = reg.Generation
-	status.LoginURL = r.PublicURL + LoginPath
-	status.LaunchURL = r.PublicURL + LaunchPath
-	status.JWKSURL = r.PublicURL + JWKSPath
+	status.LoginURL = r.PublicURL + paths.Login
+	status.LaunchURL = r.PublicURL + paths.Launch
+	status.JWKSURL = r.PublicURL + paths.Keys
 
 	problem, err := r.ensureKey(ctx, reg, status)
 	if err != nil {
@@ -312,44 +306,14 @@ func (r *PlatformRegistrationReconciler) checkSpec(reg *ltiv1.PlatformRegistrati
 		{"authenticationEndpoint", string(reg.Spec.AuthenticationEndpoint)},
 		{"accesstokenEndpoint", string(reg.Spec.AccesstokenEndpoint)},
 	} {
-		if err := config.CheckURL(f.value, allowHTTP); err != nil {
+		if err := urls.Check(f.value, allowHTTP); err != nil {
 			return &problem{ltiv1.ReasonInsecureURL, fmt.Sprintf("spec.%s: %v.", f.field, err)}
 		}
 	}
-	if err := ValidateAuthConfig(reg.Spec.AuthConfig, allowHTTP); err != nil {
+	if err := registration.ValidateKey(reg.Spec.AuthConfig, allowHTTP, registration.OwnerPlatform); err != nil {
 		return &problem{ltiv1.ReasonInvalidAuthConfig, fmt.Sprintf("spec.authConfig: %v.", err)}
 	}
 	return nil
-}
-
-// ValidateAuthConfig checks that the platform key can be used as its method says.
-func ValidateAuthConfig(ac ltiv1.AuthConfig, allowHTTP bool) error {
-	return validateKey(ac, allowHTTP, "platform")
-}
-
-// validateKey checks the key of a registration; owner ("platform", "tool") names whose key
-// it is in the messages.
-func validateKey(ac ltiv1.AuthConfig, allowHTTP bool, owner string) error {
-	var err error
-	switch ac.Method {
-	case ltiv1.AuthMethodRSAKey:
-		if _, err = keys.ParsePublicKeyPEM(ac.Key); err != nil {
-			err = fmt.Errorf("RSA_KEY is not a PEM RSA public key: %w", err)
-		}
-	case ltiv1.AuthMethodJWKKey:
-		if _, err = keys.ParsePublicJWK(ac.Key); err != nil {
-			err = fmt.Errorf("JWK_KEY is not an RSA public JWK: %w", err)
-		}
-	case ltiv1.AuthMethodJWKSet:
-		if err = config.CheckURL(ac.Key, allowHTTP); err != nil {
-			err = fmt.Errorf("JWK_SET must be the URL of the %s's key set: %w", owner, err)
-		} else if u, _ := url.Parse(ac.Key); u.Fragment != "" {
-			err = fmt.Errorf("JWK_SET URL must not carry a fragment")
-		}
-	default:
-		err = fmt.Errorf("method %q is not one of JWK_SET, JWK_KEY, RSA_KEY", ac.Method)
-	}
-	return err
 }
 
 // checkDuplicate refuses the newer of two registrations with the same (url, clientId):
@@ -362,22 +326,13 @@ func (r *PlatformRegistrationReconciler) checkDuplicate(ctx context.Context, reg
 	}
 	for i := range peers.Items {
 		other := &peers.Items[i]
-		if other.UID != reg.UID && other.DeletionTimestamp.IsZero() && Older(other.CreationTimestamp.Time, other.Name, reg.CreationTimestamp.Time, reg.Name) {
+		if other.UID != reg.UID && other.DeletionTimestamp.IsZero() && registration.Older(other.CreationTimestamp.Time, other.Name, reg.CreationTimestamp.Time, reg.Name) {
 			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
 				"PlatformRegistration %s already registers url %s with clientId %s; this newer one is not used.",
 				other.Name, reg.Spec.URL, reg.Spec.ClientID)}, nil
 		}
 	}
 	return nil, nil
-}
-
-// Older orders registrations by creation time, then name: the first one of a
-// duplicate (url, clientId) pair is the one in use.
-func Older(aCreated time.Time, aName string, bCreated time.Time, bName string) bool {
-	if !aCreated.Equal(bCreated) {
-		return aCreated.Before(bCreated)
-	}
-	return aName < bName
 }
 
 // IndexByIssuerClient is the field index function of IndexIssuerClient.

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/app"
+	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/webserver/sessions"
 	"github.com/ltiop/ltiop/webserver/signing"

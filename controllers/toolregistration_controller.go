@@ -22,15 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/config"
-)
-
-// Public paths of the platform-mode web server that a tool vendor configures.
-const (
-	PlatformAuthorizePath         = "/lti/platform/authorize"
-	PlatformTokenPath             = "/lti/platform/token"
-	PlatformJWKSPath              = "/lti/platform/jwks"
-	PlatformDeepLinkingReturnPath = "/lti/platform/deeplinking"
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/registration"
+	"github.com/ltiop/ltiop/internal/urls"
 )
 
 // IndexToolClientID indexes ToolRegistrations by their effective client id
@@ -79,9 +73,9 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	status.ClientID = tool.EffectiveClientID()
 	status.DeploymentID = tool.Spec.Deployment()
-	status.AuthorizationEndpoint = r.PublicURL + PlatformAuthorizePath
-	status.TokenEndpoint = r.PublicURL + PlatformTokenPath
-	status.JWKSURL = r.PublicURL + PlatformJWKSPath
+	status.AuthorizationEndpoint = r.PublicURL + paths.PlatformAuthorize
+	status.TokenEndpoint = r.PublicURL + paths.PlatformToken
+	status.JWKSURL = r.PublicURL + paths.PlatformJWKS
 
 	p := r.checkToolSpec(tool)
 	if p == nil {
@@ -152,7 +146,7 @@ func (r *ToolRegistrationReconciler) checkToolSpec(tool *ltiv1.ToolRegistration)
 		fields = append(fields, field{"authConfig.key", tool.Spec.AuthConfig.Key})
 	}
 	for _, f := range fields {
-		if err := config.CheckURL(f.value, allowHTTP); err != nil {
+		if err := urls.Check(f.value, allowHTTP); err != nil {
 			return &problem{ltiv1.ReasonInsecureURL, fmt.Sprintf("spec.%s: %v.", f.name, err)}
 		}
 	}
@@ -165,7 +159,7 @@ func (r *ToolRegistrationReconciler) checkToolSpec(tool *ltiv1.ToolRegistration)
 		}
 	}
 
-	if err := validateKey(tool.Spec.AuthConfig, allowHTTP, "tool"); err != nil {
+	if err := registration.ValidateKey(tool.Spec.AuthConfig, allowHTTP, registration.OwnerTool); err != nil {
 		return &problem{ltiv1.ReasonInvalidAuthConfig, fmt.Sprintf("spec.authConfig: %v.", err)}
 	}
 	return nil
@@ -188,7 +182,7 @@ func (r *ToolRegistrationReconciler) checkDuplicateTool(ctx context.Context, too
 	for i := range peers.Items {
 		other := &peers.Items[i]
 		if other.UID != tool.UID && other.DeletionTimestamp.IsZero() &&
-			Older(other.CreationTimestamp.Time, other.Name, tool.CreationTimestamp.Time, tool.Name) {
+			registration.Older(other.CreationTimestamp.Time, other.Name, tool.CreationTimestamp.Time, tool.Name) {
 			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
 				"ToolRegistration %s already has client id %s; this newer one is not used.",
 				other.Name, tool.EffectiveClientID())}, nil

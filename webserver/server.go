@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
@@ -93,11 +93,11 @@ func New(opts Options, d Deps) *Server {
 		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
 		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
-		{"GET", "/lti/keys", toolmode.Keys(d.Registry)},
-		{"GET", toolmode.LoginPath, http.HandlerFunc(tool.Login)},
-		{"POST", toolmode.LoginPath, http.HandlerFunc(tool.Login)},
-		{"POST", toolmode.LaunchPath, http.HandlerFunc(tool.Launch)},
-		{"POST", toolmode.LaunchCompletePath, http.HandlerFunc(tool.LaunchComplete)},
+		{"GET", paths.Keys, toolmode.Keys(d.Registry)},
+		{"GET", paths.Login, http.HandlerFunc(tool.Login)},
+		{"POST", paths.Login, http.HandlerFunc(tool.Login)},
+		{"POST", paths.Launch, http.HandlerFunc(tool.Launch)},
+		{"POST", paths.LaunchComplete, http.HandlerFunc(tool.LaunchComplete)},
 		{"GET", "/api/idtoken", tool.RequireLtik(http.HandlerFunc(tool.IDToken))},
 		{"GET", "/api/memberships", tool.RequireService(http.HandlerFunc(tool.Memberships))},
 		{"GET", "/api/lineitems", tool.RequireService(http.HandlerFunc(tool.LineItems))},
@@ -110,19 +110,19 @@ func New(opts Options, d Deps) *Server {
 		{"POST", "/api/deeplinking/form", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingForm))},
 		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
 		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
-		{"GET", "/lti/register", http.HandlerFunc(d.Onboarding.Register)},
-		{"GET", "/register/canvas", http.HandlerFunc(d.Onboarding.CanvasConfiguration)},
+		{"GET", paths.Register, http.HandlerFunc(d.Onboarding.Register)},
+		{"GET", paths.CanvasConfiguration, http.HandlerFunc(d.Onboarding.CanvasConfiguration)},
 		{"GET", "/api/registrations/{id}", bearer(d.Onboarding.Get)},
 		{"POST", "/api/registrations/{id}/complete", bearer(d.Onboarding.Complete)},
 		{"GET", "/oauth/start/{platformId}", http.HandlerFunc(d.OAuth.Start)},
 		{"GET", "/oauth/callback", http.HandlerFunc(d.OAuth.Callback)},
 		{"POST", "/api/oauth/access-token/{platformId}", bearer(d.OAuth.AccessToken)},
 		{"POST", "/api/oauth/access-token/{platformId}/refresh", bearer(d.OAuth.Refresh)},
-		{"GET", controllers.PlatformJWKSPath, http.HandlerFunc(d.Platform.JWKS)},
-		{"GET", controllers.PlatformAuthorizePath, http.HandlerFunc(d.Platform.Authorize)},
-		{"POST", controllers.PlatformAuthorizePath, http.HandlerFunc(d.Platform.Authorize)},
-		{"POST", controllers.PlatformTokenPath, http.HandlerFunc(d.Platform.Token)},
-		{"POST", controllers.PlatformDeepLinkingReturnPath, http.HandlerFunc(d.Platform.DeepLinkingReturn)},
+		{"GET", paths.PlatformJWKS, http.HandlerFunc(d.Platform.JWKS)},
+		{"GET", paths.PlatformAuthorize, http.HandlerFunc(d.Platform.Authorize)},
+		{"POST", paths.PlatformAuthorize, http.HandlerFunc(d.Platform.Authorize)},
+		{"POST", paths.PlatformToken, http.HandlerFunc(d.Platform.Token)},
+		{"POST", paths.PlatformDeepLinkingReturn, http.HandlerFunc(d.Platform.DeepLinkingReturn)},
 		{"POST", "/api/launches", bearer(d.Platform.CreateLaunch)},
 		{"POST", "/api/launches/idtoken", bearer(d.Platform.AnswerLaunch)},
 		{"POST", "/api/launches/content-items", bearer(d.Platform.ContentItems)},

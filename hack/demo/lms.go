@@ -19,6 +19,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
@@ -44,8 +45,8 @@ func startDemoLMS(listen, ltiopURL, apiKey string) (*demoLMS, error) {
 	if err != nil {
 		return nil, err
 	}
-	sim.ToolLoginURL, sim.ToolRedirectURI = ltiopURL+"/lti/login", ltiopURL+"/lti/launch"
-	sim.EnableServices(ltiopURL + "/lti/keys") // rosters, grades and deep linking, verified with ltiop's keys
+	sim.ToolLoginURL, sim.ToolRedirectURI = ltiopURL+paths.Login, ltiopURL+paths.Launch
+	sim.EnableServices(ltiopURL + paths.Keys) // rosters, grades and deep linking, verified with ltiop's keys
 	d := &demoLMS{sim: sim, base: base, ltiop: ltiopURL, apiKey: apiKey}
 	mux := http.NewServeMux()
 	mux.Handle("/", sim.Handler())

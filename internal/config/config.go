@@ -16,6 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ltiop/ltiop/internal/urls"
 )
 
 // Config is everything ltiop needs to start. Field names double as YAML keys.
@@ -309,27 +311,7 @@ func (c *Config) Validate() error {
 
 // checkURL accepts absolute https URLs, and http ones in dev mode.
 func (c *Config) checkURL(raw string) error {
-	return CheckURL(raw, c.DevMode)
-}
-
-// CheckURL accepts an absolute https URL with a host, or an http one when allowHTTP is set.
-func CheckURL(raw string, allowHTTP bool) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("not a URL: %v", err)
-	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && allowHTTP:
-	case u.Scheme == "http":
-		return fmt.Errorf("%q must use https (http is accepted only in dev mode)", raw)
-	default:
-		return fmt.Errorf("%q must be an absolute https URL", raw)
-	}
-	if u.Host == "" || u.User != nil {
-		return fmt.Errorf("%q must have a host and no user information", raw)
-	}
-	return nil
+	return urls.Check(raw, c.DevMode)
 }
 
 // inClusterNamespace is the pod's namespace, from the downward API or the service account.

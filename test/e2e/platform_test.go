@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/signing"
@@ -35,9 +35,9 @@ var _ = Describe("Platform mode", func() {
 		})
 
 		tool, err := toolsim.New(toolsim.Config{Issuer: d.URL,
-			AuthorizationEndpoint: d.URL + controllers.PlatformAuthorizePath,
-			TokenEndpoint:         d.URL + controllers.PlatformTokenPath,
-			PlatformJWKSURL:       d.URL + controllers.PlatformJWKSPath})
+			AuthorizationEndpoint: d.URL + paths.PlatformAuthorize,
+			TokenEndpoint:         d.URL + paths.PlatformToken,
+			PlatformJWKSURL:       d.URL + paths.PlatformJWKS})
 		Expect(err).NotTo(HaveOccurred())
 		toolSrv := httptest.NewServer(tool.Handler())
 		DeferCleanup(toolSrv.Close)
@@ -61,9 +61,9 @@ var _ = Describe("Platform mode", func() {
 		Expect(reg.Status.ClientID).To(Equal(string(reg.UID)))
 		Expect(reg.Status.DeploymentID).To(Equal("1"))
 		Expect(reg.Status.Issuer).To(Equal(d.URL))
-		Expect(reg.Status.AuthorizationEndpoint).To(Equal(d.URL + controllers.PlatformAuthorizePath))
-		Expect(reg.Status.TokenEndpoint).To(Equal(d.URL + controllers.PlatformTokenPath))
-		Expect(reg.Status.JWKSURL).To(Equal(d.URL + controllers.PlatformJWKSPath))
+		Expect(reg.Status.AuthorizationEndpoint).To(Equal(d.URL + paths.PlatformAuthorize))
+		Expect(reg.Status.TokenEndpoint).To(Equal(d.URL + paths.PlatformToken))
+		Expect(reg.Status.JWKSURL).To(Equal(d.URL + paths.PlatformJWKS))
 		cfg := tool.Config()
 		cfg.ClientID, cfg.DeploymentID = reg.Status.ClientID, reg.Status.DeploymentID
 		tool.SetConfig(cfg)
@@ -73,7 +73,7 @@ var _ = Describe("Platform mode", func() {
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: "ltiop-service"}, secret)).To(Succeed())
 		stored, err := signing.DecodeKeys(secret.Data[signing.SecretKeyPlatformKeys])
 		Expect(err).NotTo(HaveOccurred())
-		jwks := callAt(d.Local, "GET", controllers.PlatformJWKSPath, nil, nil)
+		jwks := callAt(d.Local, "GET", paths.PlatformJWKS, nil, nil)
 		set, err := jwk.Parse(jwks.Raw)
 		Expect(err).NotTo(HaveOccurred())
 		_, found := set.LookupKeyID(stored[0].ID)

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/controllers"
-	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/registration"
+	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
 )
@@ -285,7 +285,7 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 	endpoint := func(field string, v *string) ltiv1.EndpointURL {
 		s := text(field, v, 2048)
 		if s != "" {
-			if err := config.CheckURL(s, allowHTTP); err != nil {
+			if err := urls.Check(s, allowHTTP); err != nil {
 				bad("%s: %v", field, err)
 			}
 		}
@@ -311,7 +311,7 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 		case len(ac.Key) > 16384:
 			bad("authConfig.key: at most 16384 characters")
 		default:
-			if err := controllers.ValidateAuthConfig(ac, allowHTTP); err != nil {
+			if err := registration.ValidateKey(ac, allowHTTP, registration.OwnerPlatform); err != nil {
 				bad("authConfig.key: %v", err)
 			}
 		}

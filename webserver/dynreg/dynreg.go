@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/ltiop/ltiop/internal/paths"
 )
 
 // Scopes ltiop asks for: the AGS and NRPS services it supports, in this order.
@@ -40,13 +42,6 @@ const (
 const (
 	MessageResourceLink = "LtiResourceLinkRequest"
 	MessageDeepLinking  = "LtiDeepLinkingRequest"
-)
-
-// Paths of ltiop's LTI endpoints, relative to ToolConfig.PublicURL.
-const (
-	LoginPath  = "/lti/login"
-	LaunchPath = "/lti/launch"
-	KeysPath   = "/lti/keys"
 )
 
 // Keys of the registration documents.
@@ -108,9 +103,9 @@ func (tc ToolConfig) Validate() error {
 }
 
 func (tc ToolConfig) base() string   { return strings.TrimRight(tc.PublicURL, "/") }
-func (tc ToolConfig) login() string  { return tc.base() + LoginPath }
-func (tc ToolConfig) launch() string { return tc.base() + LaunchPath }
-func (tc ToolConfig) keys() string   { return tc.base() + KeysPath }
+func (tc ToolConfig) login() string  { return tc.base() + paths.Login }
+func (tc ToolConfig) launch() string { return tc.base() + paths.Launch }
+func (tc ToolConfig) keys() string   { return tc.base() + paths.Keys }
 
 func (tc ToolConfig) name() string {
 	if tc.Name == "" {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -99,9 +99,9 @@ func newHarness(t *testing.T, mutate func(*ltiv1.ToolRegistration)) *harness {
 
 	h.tool, err = toolsim.New(toolsim.Config{
 		ClientID: testClientID, DeploymentID: testDeployment, Issuer: h.ltiop.URL,
-		AuthorizationEndpoint: h.ltiop.URL + controllers.PlatformAuthorizePath,
-		TokenEndpoint:         h.ltiop.URL + controllers.PlatformTokenPath,
-		PlatformJWKSURL:       h.ltiop.URL + controllers.PlatformJWKSPath,
+		AuthorizationEndpoint: h.ltiop.URL + paths.PlatformAuthorize,
+		TokenEndpoint:         h.ltiop.URL + paths.PlatformToken,
+		PlatformJWKSURL:       h.ltiop.URL + paths.PlatformJWKS,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,15 +117,15 @@ func newHarness(t *testing.T, mutate func(*ltiv1.ToolRegistration)) *harness {
 	}, h.tools, registry.NewPlatformKeys(nil), h.signer, sealer, sessions.NewReplayCache(10000))
 	p := h.platform
 	for pattern, f := range map[string]http.HandlerFunc{
-		"GET " + controllers.PlatformJWKSPath:               p.JWKS,
-		"GET " + controllers.PlatformAuthorizePath:          p.Authorize,
-		"POST " + controllers.PlatformAuthorizePath:         p.Authorize,
-		"POST " + controllers.PlatformTokenPath:             p.Token,
-		"POST " + controllers.PlatformDeepLinkingReturnPath: p.DeepLinkingReturn,
-		"POST /api/launches":                                p.CreateLaunch,
-		"POST /api/launches/idtoken":                        p.AnswerLaunch,
-		"POST /api/launches/content-items":                  p.ContentItems,
-		"POST /api/tokens/introspect":                       p.Introspect,
+		"GET " + paths.PlatformJWKS:               p.JWKS,
+		"GET " + paths.PlatformAuthorize:          p.Authorize,
+		"POST " + paths.PlatformAuthorize:         p.Authorize,
+		"POST " + paths.PlatformToken:             p.Token,
+		"POST " + paths.PlatformDeepLinkingReturn: p.DeepLinkingReturn,
+		"POST /api/launches":                      p.CreateLaunch,
+		"POST /api/launches/idtoken":              p.AnswerLaunch,
+		"POST /api/launches/content-items":        p.ContentItems,
+		"POST /api/tokens/introspect":             p.Introspect,
 	} {
 		mux.Handle(pattern, httpapi.LimitBody(1<<20)(f))
 	}
@@ -211,7 +211,7 @@ func (h *harness) login(lp platformmode.LaunchParameters) url.Values {
 		h.t.Fatalf("tool login: %d %s", res.StatusCode, b)
 	}
 	loc, _ := url.Parse(res.Header.Get("Location"))
-	if !strings.HasPrefix(loc.String(), h.ltiop.URL+controllers.PlatformAuthorizePath) {
+	if !strings.HasPrefix(loc.String(), h.ltiop.URL+paths.PlatformAuthorize) {
 		h.t.Fatalf("tool login redirects to %s", loc)
 	}
 	return loc.Query()
@@ -223,9 +223,9 @@ func (h *harness) authorize(q url.Values, post bool) *http.Response {
 	var res *http.Response
 	var err error
 	if post {
-		res, err = h.client.PostForm(h.ltiop.URL+controllers.PlatformAuthorizePath, q)
+		res, err = h.client.PostForm(h.ltiop.URL+paths.PlatformAuthorize, q)
 	} else {
-		res, err = h.client.Get(h.ltiop.URL + controllers.PlatformAuthorizePath + "?" + q.Encode())
+		res, err = h.client.Get(h.ltiop.URL + paths.PlatformAuthorize + "?" + q.Encode())
 	}
 	if err != nil {
 		h.t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/ltiop/ltiop/controllers"
-	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -96,7 +96,7 @@ func (p *Platform) createLaunch(req *CreateLaunchRequest) (*LaunchParameters, *h
 			}
 			h.TargetLinkURI = string(t.Spec.DeepLinkingURL)
 		}
-	} else if config.CheckURL(h.TargetLinkURI, p.opts.DevMode || t.Spec.DevMode) != nil {
+	} else if urls.Check(h.TargetLinkURI, p.opts.DevMode || t.Spec.DevMode) != nil {
 		return nil, invalid("targetLinkUri", "must be an absolute https URL")
 	}
 	if req.DeploymentID != "" && req.DeploymentID != t.DeploymentID {
@@ -229,7 +229,7 @@ func (p *Platform) answer(d *ltiplatform.LaunchData) (*IDTokenAnswer, *httpapi.E
 		if err != nil {
 			return nil, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The sealing keys are not loaded yet.")
 		}
-		mp.DeepLinkReturnURL = withQuery(p.opts.PublicURL+controllers.PlatformDeepLinkingReturnPath, "ctx", sealed)
+		mp.DeepLinkReturnURL = withQuery(p.opts.PublicURL+paths.PlatformDeepLinkingReturn, "ctx", sealed)
 	}
 	claims, pe := ltiplatform.IDTokenClaims(mp, d)
 	if pe != nil {

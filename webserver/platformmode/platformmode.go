@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -100,7 +100,7 @@ func New(opts Options, tools *registry.Tools, keys *registry.PlatformKeys, signe
 	}
 	return &Platform{
 		opts: opts, tools: tools, keys: keys, signer: signer, sealer: sealer, replays: replays,
-		tokenAudiences: []string{opts.PublicURL + controllers.PlatformTokenPath, opts.Issuer},
+		tokenAudiences: []string{opts.PublicURL + paths.PlatformToken, opts.Issuer},
 	}
 }
 

@@ -205,7 +205,7 @@ func TestStaticKeys(t *testing.T) {
 		{"JWK_KEY with a kid matches it", ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: string(withKID)}, "platform-kid", false},
 		{"JWK_KEY with a kid refuses another", ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: string(withKID)}, "other", true},
 	} {
-		reg := registration("static", "https://lms", "c", time.Now())
+		reg := platformRegistration("static", "https://lms", "c", time.Now())
 		reg.Spec.AuthConfig = tc.ac
 		r.Apply(reg)
 		got, err := pk.Key(ctx, r.Get("static"), tc.kid)

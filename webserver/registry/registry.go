@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/internal/registration"
 )
 
 // Platform is an immutable snapshot of one registration joined with its tool key.
@@ -381,7 +381,7 @@ func (r *Registry) elect(k issuerClient) {
 	}
 }
 
-func older(a, b *Platform) bool { return controllers.Older(a.Created, a.ID, b.Created, b.ID) }
+func older(a, b *Platform) bool { return registration.Older(a.Created, a.ID, b.Created, b.ID) }
 
 // notify wakes WaitFor callers and marks the JWKS for rebuilding; the caller holds r.mu.
 func (r *Registry) notify() {

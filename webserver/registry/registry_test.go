@@ -16,7 +16,7 @@ import (
 	"github.com/ltiop/ltiop/internal/keys"
 )
 
-func registration(name, issuer, clientID string, created time.Time) *ltiv1.PlatformRegistration {
+func platformRegistration(name, issuer, clientID string, created time.Time) *ltiv1.PlatformRegistration {
 	return &ltiv1.PlatformRegistration{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
@@ -50,8 +50,8 @@ func noLog(string, ...any) {}
 func TestLookupByIssuerAndClient(t *testing.T) {
 	r := New()
 	now := time.Now()
-	r.Apply(registration("a", "https://canvas.instructure.com", "1", now))
-	r.Apply(registration("b", "https://canvas.instructure.com", "2", now))
+	r.Apply(platformRegistration("a", "https://canvas.instructure.com", "1", now))
+	r.Apply(platformRegistration("b", "https://canvas.instructure.com", "2", now))
 	if p := r.Lookup("https://canvas.instructure.com", "2"); p == nil || p.ID != "b" {
 		t.Fatalf("Lookup(canvas, 2) = %v, want b", p)
 	}
@@ -66,17 +66,17 @@ func TestLookupByIssuerAndClient(t *testing.T) {
 func TestDuplicatesResolveToTheOldest(t *testing.T) {
 	r := New()
 	now := time.Now()
-	r.Apply(registration("newer", "https://lms", "c", now))
-	r.Apply(registration("older", "https://lms", "c", now.Add(-time.Hour)))
+	r.Apply(platformRegistration("newer", "https://lms", "c", now))
+	r.Apply(platformRegistration("older", "https://lms", "c", now.Add(-time.Hour)))
 	if p := r.Lookup("https://lms", "c"); p.ID != "older" {
 		t.Fatalf("Lookup = %s, want older", p.ID)
 	}
-	r.Forget(registration("older", "https://lms", "c", now.Add(-time.Hour)))
+	r.Forget(platformRegistration("older", "https://lms", "c", now.Add(-time.Hour)))
 	if p := r.Lookup("https://lms", "c"); p == nil || p.ID != "newer" {
 		t.Fatalf("after deleting the older one, Lookup = %v, want newer", p)
 	}
 	// Changing the client of a registration moves it in the index.
-	moved := registration("newer", "https://lms", "d", now)
+	moved := platformRegistration("newer", "https://lms", "d", now)
 	r.Apply(moved)
 	if r.Lookup("https://lms", "c") != nil || r.Lookup("https://lms", "d") == nil {
 		t.Fatal("an updated registration must be found under its new key only")
@@ -85,7 +85,7 @@ func TestDuplicatesResolveToTheOldest(t *testing.T) {
 
 func TestKeysJoinByOwnerUIDAndJWKSFollowsChanges(t *testing.T) {
 	r := New()
-	reg := registration("a", "https://lms", "c", time.Now())
+	reg := platformRegistration("a", "https://lms", "c", time.Now())
 	secret := keySecret(t, reg)
 	r.ApplySecret(noLog, secret) // the Secret may arrive before its registration
 	if string(r.JWKS()) != `{"keys":[]}` {
@@ -102,7 +102,7 @@ func TestKeysJoinByOwnerUIDAndJWKSFollowsChanges(t *testing.T) {
 	}
 
 	// A Secret owned by an earlier registration of the same name is not this one's key.
-	stale := registration("a", "https://lms", "c", time.Now())
+	stale := platformRegistration("a", "https://lms", "c", time.Now())
 	stale.UID = "another-uid"
 	r.Apply(stale)
 	if r.Get("a").Key != nil {
@@ -121,7 +121,7 @@ func TestWaitForWakesOnChange(t *testing.T) {
 	defer cancel()
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		r.Apply(registration("late", "https://lms", "c", time.Now()))
+		r.Apply(platformRegistration("late", "https://lms", "c", time.Now()))
 	}()
 	p, ok := r.WaitFor(ctx, "late", func(p *Platform) bool { return p != nil })
 	if !ok || p.ID != "late" {
@@ -141,7 +141,7 @@ func BenchmarkLookup(b *testing.B) {
 	now := time.Now()
 	const n = 10000
 	for i := range n {
-		r.Apply(registration(fmt.Sprintf("reg-%d", i), fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i), now))
+		r.Apply(platformRegistration(fmt.Sprintf("reg-%d", i), fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i), now))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -163,7 +163,7 @@ func BenchmarkLookupHit(b *testing.B) {
 	issuers, clients := make([]string, n), make([]string, n)
 	for i := range n {
 		issuers[i], clients[i] = fmt.Sprintf("https://lms-%d.example", i%100), fmt.Sprintf("client-%d", i)
-		r.Apply(registration(fmt.Sprintf("reg-%d", i), issuers[i], clients[i], now))
+		r.Apply(platformRegistration(fmt.Sprintf("reg-%d", i), issuers[i], clients[i], now))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -180,7 +180,7 @@ func BenchmarkLookupHit(b *testing.B) {
 func BenchmarkJWKS(b *testing.B) {
 	r := New()
 	for i := range 100 {
-		reg := registration(fmt.Sprintf("reg-%d", i), "https://lms", fmt.Sprint(i), time.Now())
+		reg := platformRegistration(fmt.Sprintf("reg-%d", i), "https://lms", fmt.Sprint(i), time.Now())
 		r.Apply(reg)
 		r.ApplySecret(noLog, keySecret(b, reg))
 	}
@@ -197,10 +197,10 @@ func BenchmarkJWKS(b *testing.B) {
 func TestByIssuer(t *testing.T) {
 	r := New()
 	now := time.Now()
-	r.Apply(registration("a", "https://lms-1", "1", now))
-	r.Apply(registration("b", "https://lms-1", "2", now))
-	r.Apply(registration("c", "https://lms-2", "1", now))
-	r.Apply(registration("dup", "https://lms-1", "2", now.Add(time.Hour))) // newer duplicate of b
+	r.Apply(platformRegistration("a", "https://lms-1", "1", now))
+	r.Apply(platformRegistration("b", "https://lms-1", "2", now))
+	r.Apply(platformRegistration("c", "https://lms-2", "1", now))
+	r.Apply(platformRegistration("dup", "https://lms-1", "2", now.Add(time.Hour))) // newer duplicate of b
 	ids := func(ps []*Platform) []string {
 		var out []string
 		for _, p := range ps {
@@ -212,12 +212,12 @@ func TestByIssuer(t *testing.T) {
 	if got := ids(r.ByIssuer("https://lms-1")); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("ByIssuer(lms-1) = %v, want [a b] (the duplicate is not in use)", got)
 	}
-	r.Forget(registration("a", "https://lms-1", "1", now))
-	r.Forget(registration("b", "https://lms-1", "2", now))
+	r.Forget(platformRegistration("a", "https://lms-1", "1", now))
+	r.Forget(platformRegistration("b", "https://lms-1", "2", now))
 	if got := ids(r.ByIssuer("https://lms-1")); !slices.Equal(got, []string{"dup"}) {
 		t.Fatalf("after deletions ByIssuer(lms-1) = %v, want [dup]", got)
 	}
-	r.Forget(registration("dup", "https://lms-1", "2", now.Add(time.Hour)))
+	r.Forget(platformRegistration("dup", "https://lms-1", "2", now.Add(time.Hour)))
 	if got := r.ByIssuer("https://lms-1"); len(got) != 0 {
 		t.Fatalf("ByIssuer of a gone issuer = %v", got)
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/internal/registration"
 )
 
 // Tool is an immutable snapshot of one ToolRegistration (platform mode). Callers must not
@@ -161,7 +161,7 @@ func (ts *Tools) unindex(t *Tool) {
 	}
 }
 
-func olderTool(a, b *Tool) bool { return controllers.Older(a.Created, a.ID, b.Created, b.ID) }
+func olderTool(a, b *Tool) bool { return registration.Older(a.Created, a.ID, b.Created, b.ID) }
 
 // ToolKey returns the key of tool t with the given kid: its static key, or one from its
 // key set (fetched and cached like the platforms' key sets).

@@ -15,6 +15,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -52,7 +53,7 @@ func newRig(b testing.TB) *rig {
 		rg.server.Add(int64(time.Since(start)))
 	}))
 	b.Cleanup(rg.ltiop.Close)
-	lms.ToolLoginURL, lms.ToolRedirectURI = rg.ltiop.URL+toolmode.LoginPath, rg.ltiop.URL+toolmode.LaunchPath
+	lms.ToolLoginURL, lms.ToolRedirectURI = rg.ltiop.URL+paths.Login, rg.ltiop.URL+paths.Launch
 
 	reg := registry.New()
 	pr := &ltiv1.PlatformRegistration{
@@ -89,8 +90,8 @@ func newRig(b testing.TB) *rig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mux.HandleFunc("GET "+toolmode.LoginPath, rg.tool.Login)
-	mux.HandleFunc("POST "+toolmode.LaunchPath, rg.tool.Launch)
+	mux.HandleFunc("GET "+paths.Login, rg.tool.Login)
+	mux.HandleFunc("POST "+paths.Launch, rg.tool.Launch)
 	mux.Handle("GET /api/idtoken", rg.tool.RequireLtik(http.HandlerFunc(rg.tool.IDToken)))
 	return rg
 }
@@ -99,8 +100,8 @@ func newRig(b testing.TB) *rig {
 // the timer stopped (it is the platform's work, not ltiop's).
 func (rg *rig) launch(b *testing.B, client *http.Client) string {
 	login := url.Values{"iss": {rg.lms.Issuer}, "client_id": {rg.lms.ClientID}, "login_hint": {"u"},
-		"target_link_uri": {rg.ltiop.URL + toolmode.LaunchPath}, "lti_deployment_id": {"bench-deployment"}}
-	res, err := client.Get(rg.ltiop.URL + toolmode.LoginPath + "?" + login.Encode())
+		"target_link_uri": {rg.ltiop.URL + paths.Launch}, "lti_deployment_id": {"bench-deployment"}}
+	res, err := client.Get(rg.ltiop.URL + paths.Login + "?" + login.Encode())
 	if err != nil || res.StatusCode != http.StatusFound {
 		b.Fatalf("login: %v %v", res, err)
 	}
@@ -109,13 +110,13 @@ func (rg *rig) launch(b *testing.B, client *http.Client) string {
 	q := auth.Query()
 
 	b.StopTimer()
-	token, err := rg.lms.Sign(rg.lms.Claims("u", q.Get("nonce"), rg.ltiop.URL+toolmode.LaunchPath), nil)
+	token, err := rg.lms.Sign(rg.lms.Claims("u", q.Get("nonce"), rg.ltiop.URL+paths.Launch), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.StartTimer()
 
-	res, err = client.PostForm(rg.ltiop.URL+toolmode.LaunchPath, url.Values{"id_token": {token}, "state": {q.Get("state")}})
+	res, err = client.PostForm(rg.ltiop.URL+paths.Launch, url.Values{"id_token": {token}, "state": {q.Get("state")}})
 	if err != nil || res.StatusCode != http.StatusSeeOther {
 		b.Fatalf("launch: %v %v", res, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -108,7 +109,7 @@ func (t *Tool) Login(w http.ResponseWriter, r *http.Request) {
 	q.Set("response_mode", "form_post")
 	q.Set("prompt", "none")
 	q.Set("client_id", p.Spec.ClientID)
-	q.Set("redirect_uri", t.opts.PublicURL+LaunchPath) // T-AUTHREQ-03: the registered URL, byte for byte
+	q.Set("redirect_uri", t.opts.PublicURL+paths.Launch) // T-AUTHREQ-03: the registered URL, byte for byte
 	q.Set("login_hint", loginHint)
 	q.Set("state", state)
 	q.Set("nonce", st.Nonce)

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
@@ -38,9 +39,9 @@ func (t *Tool) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
 
 func step(r *http.Request) string {
 	switch r.URL.Path {
-	case LoginPath:
+	case paths.Login:
 		return "login"
-	case LaunchCompletePath:
+	case paths.LaunchComplete:
 		return "storage_check"
 	default:
 		return "launch"
@@ -58,7 +59,7 @@ func (t *Tool) renderStorageLaunch(w http.ResponseWriter, st loginState, pending
 	launchesTotal.WithLabelValues("launch", "storage_check").Inc()
 	t.render(w, http.StatusOK, "storage_launch.html", map[string]any{
 		"Target": st.Storage, "Origin": st.StorageOrigin, "Key": storageKeyPrefix + st.ID,
-		"Pending": pending, "Action": t.opts.PublicURL + LaunchCompletePath,
+		"Pending": pending, "Action": t.opts.PublicURL + paths.LaunchComplete,
 	})
 }
 

@@ -23,13 +23,6 @@ const (
 	pendingTTL = 2 * time.Minute
 )
 
-// Paths of the tool-mode endpoints.
-const (
-	LoginPath          = "/lti/login"
-	LaunchPath         = "/lti/launch"
-	LaunchCompletePath = "/lti/launch/complete"
-)
-
 // Options configure the tool-mode handlers.
 type Options struct {
 	// PublicURL is ltiop's external base URL; its origin is the only allowed target_link_uri origin.

@@ -1,0 +1,33 @@
+// Package paths names the endpoints ltiop serves to learning platforms and tools, relative
+// to its public URL. They are wire names: the controllers write them into registrations'
+// status (what an LMS administrator or tool vendor pastes), dynamic registration sends them
+// to the LMS, and the web server routes them. This is their one home.
+package paths
+
+// Tool mode: what an LMS calls.
+const (
+	// Login is the OIDC login initiation URL (GET and POST).
+	Login = "/lti/login"
+	// Launch is the redirect URI the LMS posts the id_token to.
+	Launch = "/lti/launch"
+	// LaunchComplete is where ltiop's own platform-storage page hands a checked launch over.
+	LaunchComplete = "/lti/launch/complete"
+	// Keys is the tool's JWKS: the public keys of every registration.
+	Keys = "/lti/keys"
+	// Register is the dynamic registration initiation URL.
+	Register = "/lti/register"
+	// CanvasConfiguration is the Canvas developer-key JSON configuration.
+	CanvasConfiguration = "/register/canvas"
+)
+
+// Platform mode: what an external tool calls.
+const (
+	// PlatformAuthorize is the OIDC authorization endpoint (GET and POST).
+	PlatformAuthorize = "/lti/platform/authorize"
+	// PlatformToken is the OAuth2 token endpoint for client-credentials grants.
+	PlatformToken = "/lti/platform/token"
+	// PlatformJWKS is the platform's key set.
+	PlatformJWKS = "/lti/platform/jwks"
+	// PlatformDeepLinkingReturn is where tools post deep-linking responses.
+	PlatformDeepLinkingReturn = "/lti/platform/deeplinking"
+)
