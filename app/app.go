@@ -22,6 +22,7 @@ import (
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/webserver"
+	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -182,7 +183,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	platform := platformmode.New(platformmode.Options{
 		PublicURL: cfg.PublicURL, Issuer: pm.Issuer, LaunchURL: pm.LaunchURL, DeepLinkingURL: pm.DeepLinkingURL,
 		DeepLinkingReturnURL: pm.DeepLinkingReturnURL, DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
-	}, tools, registry.NewPlatformKeys(nil), platformKey, keyring, sessions.NewReplayCache(replayCacheSize))
+	}, tools, registry.NewPeerKeys(nil), platformKey, keyring, sessions.NewReplayCache(replayCacheSize))
 
 	allowed, err := outbound.ParsePrefixes(cfg.OutboundAllowCIDRs)
 	if err != nil {
@@ -198,38 +199,33 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	}, reg, mgr.GetClient(), keyring)
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
-		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, LearnDeployment: onboard.RecordDeployment,
-	}, reg, registry.NewPlatformKeys(nil), keyring, sessions.NewReplayCache(replayCacheSize), apiKey, advantage.NewClient(nil))
+		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
+	}, reg, registry.NewPeerKeys(nil), keyring, sessions.NewReplayCache(replayCacheSize), apiKey, advantage.NewClient(nil))
 	if err != nil {
 		return nil, err
 	}
 
 	broker := oauthbroker.New(oauthbroker.Options{
 		PublicURL: cfg.PublicURL, ReturnURL: cfg.OAuthReturnURL, AllowedReturnURLs: cfg.OAuthAllowedReturnURLs, DevMode: cfg.DevMode,
-	}, reg, (&oauth2Clients{reader: mgr.GetAPIReader(), namespace: cfg.Namespace, cache: map[string]cachedClient{}}).resolve, keyring)
+	}, reg, oauthbroker.NewSecretClients(mgr.GetAPIReader(), cfg.Namespace).Resolve, keyring)
+
+	platforms := &admin.Platforms{
+		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
+	}
 
 	srv := webserver.New(webserver.Options{
 		Listen:          cfg.Listen,
-		Namespace:       cfg.Namespace,
-		DevMode:         cfg.DevMode,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
-		KeyWait:         cfg.KeyWait.Duration,
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
-	}, webserver.Deps{
-		Registry: reg, APIKey: apiKey, Writer: mgr.GetClient(), Tool: tool, Onboarding: onboard, OAuth: broker,
-		Platform: platform,
-		Ready: func() string {
-			switch {
-			case !keyring.Ready():
-				return "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."
-			case !platformKey.Ready():
-				return "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."
-			case !tools.HasSynced():
-				return "Tool registrations are still loading."
-			}
-			return ""
-		},
-	})
+	}, webserver.Handlers{
+		APIKey: apiKey, Keys: toolmode.Keys(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
+		Platform: platform, Platforms: platforms,
+	},
+		webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."},
+		webserver.ReadinessCheck{Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},
+		webserver.ReadinessCheck{Ready: platformKey.Ready, Waiting: "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."},
+		webserver.ReadinessCheck{Ready: tools.HasSynced, Waiting: "Tool registrations are still loading."},
+	)
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ltiop/ltiop/internal/paths"
@@ -22,7 +21,6 @@ import (
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/platformmode"
-	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -32,22 +30,17 @@ var openAPIDocument []byte
 // Options configure the Server.
 type Options struct {
 	Listen          string
-	Namespace       string
-	DevMode         bool
 	MaxBodyBytes    int64
-	KeyWait         time.Duration
 	ShutdownTimeout time.Duration
 }
 
 // Server is the web server. It implements manager.Runnable and
 // manager.LeaderElectionRunnable (it runs on every replica).
 type Server struct {
-	opts     Options
-	registry *registry.Registry
-	apiKey   *httpapi.APIKey
-	handler  http.Handler
-	routes   []Route
-	ready    func() string
+	opts    Options
+	handler http.Handler
+	routes  []Route
+	ready   []ReadinessCheck
 
 	shuttingDown atomic.Bool
 	addrOnce     sync.Once
@@ -61,12 +54,20 @@ type Route struct {
 	Handler      http.Handler
 }
 
-// Deps are what the handlers read and write.
-type Deps struct {
-	Registry *registry.Registry
-	APIKey   *httpapi.APIKey
-	// Writer is the client used for registration writes (straight to the API server).
-	Writer client.Client
+// ReadinessCheck is one thing /readyz waits for: while Ready answers false, /readyz is 503
+// and says Waiting.
+type ReadinessCheck struct {
+	Ready   func() bool
+	Waiting string
+}
+
+// Handlers are the handler groups the server routes. The composition root (package app)
+// builds them; the server only routes, guards and observes.
+type Handlers struct {
+	// APIKey guards the Bearer-authenticated integrator API.
+	APIKey *httpapi.APIKey
+	// Keys serves the tool's key set at /lti/keys.
+	Keys http.Handler
 	// Tool serves the tool-mode launch endpoints and the launch-based API.
 	Tool *toolmode.Tool
 	// Onboarding serves dynamic registration and the manual setup helpers.
@@ -75,17 +76,14 @@ type Deps struct {
 	OAuth *oauthbroker.Broker
 	// Platform serves platform mode: launching external tools for the integrator.
 	Platform *platformmode.Platform
-	// Ready reports other readiness conditions than the registry's (e.g. sealing keys
-	// loaded): a non-empty answer names what is still missing.
-	Ready func() string
+	// Platforms serves the registrations API (/api/platforms, alias /admin/platforms).
+	Platforms *admin.Platforms
 }
 
-// New builds the server.
-func New(opts Options, d Deps) *Server {
-	s := &Server{opts: opts, registry: d.Registry, apiKey: d.APIKey, ready: d.Ready, listening: make(chan struct{})}
-	platforms := &admin.Platforms{
-		Registry: d.Registry, Client: d.Writer, Namespace: opts.Namespace, DevMode: opts.DevMode, KeyWait: opts.KeyWait,
-	}
+// New builds the server; /readyz answers ready once every check in ready is.
+func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
+	s := &Server{opts: opts, ready: ready, listening: make(chan struct{})}
+	platforms := d.Platforms
 	bearer := func(f http.HandlerFunc) http.Handler { return d.APIKey.RequireBearer(f) }
 	tool := d.Tool
 
@@ -93,7 +91,7 @@ func New(opts Options, d Deps) *Server {
 		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
 		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
-		{"GET", paths.Keys, toolmode.Keys(d.Registry)},
+		{"GET", paths.Keys, d.Keys},
 		{"GET", paths.Login, http.HandlerFunc(tool.Login)},
 		{"POST", paths.Login, http.HandlerFunc(tool.Login)},
 		{"POST", paths.Launch, http.HandlerFunc(tool.Launch)},
@@ -210,18 +208,19 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz is ready once the registrations and keys are loaded, and until shutdown begins.
+// readyz is ready once every readiness check is, and until shutdown begins.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	switch {
-	case s.shuttingDown.Load():
+	if s.shuttingDown.Load() {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The server is shutting down."))
-	case !s.registry.HasSynced():
-		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Registrations are still loading."))
-	case s.ready != nil && s.ready() != "":
-		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, s.ready()))
-	default:
-		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return
 	}
+	for _, c := range s.ready {
+		if !c.Ready() {
+			httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, c.Waiting))
+			return
+		}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {

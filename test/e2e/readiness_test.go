@@ -18,6 +18,7 @@ import (
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
 func getStatus(url string) (int, string) {
@@ -33,10 +34,9 @@ var _ = Describe("Readiness", func() {
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
 		reg := registry.New()
-		srv := webserver.New(webserver.Options{
-			Listen: "127.0.0.1:0", Namespace: namespace, MaxBodyBytes: 1 << 20,
-			KeyWait: time.Second, ShutdownTimeout: 5 * time.Second,
-		}, webserver.Deps{Registry: reg, APIKey: httpapi.NewAPIKey("ltiop-api-key", "apiKey"), Writer: k8s})
+		srv := webserver.New(webserver.Options{Listen: "127.0.0.1:0", MaxBodyBytes: 1 << 20, ShutdownTimeout: 5 * time.Second},
+			webserver.Handlers{APIKey: httpapi.NewAPIKey("ltiop-api-key", "apiKey"), Keys: toolmode.Keys(reg)},
+			webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."})
 		serverDone := make(chan error, 1)
 		go func() { serverDone <- srv.Start(ctx) }()
 		addr, err := srv.Addr(ctx)

@@ -114,7 +114,7 @@ func newHarness(t *testing.T, mutate func(*ltiv1.ToolRegistration)) *harness {
 		LaunchURL: h.integrator.URL + "/launch", DeepLinkingURL: h.integrator.URL + "/deep-link",
 		DeepLinkingReturnURL: h.integrator.URL + "/content-items",
 		DevMode:              true, ClockSkew: 30 * time.Second, Now: h.clock.Now,
-	}, h.tools, registry.NewPlatformKeys(nil), h.signer, sealer, sessions.NewReplayCache(10000))
+	}, h.tools, registry.NewPeerKeys(nil), h.signer, sealer, sessions.NewReplayCache(10000))
 	p := h.platform
 	for pattern, f := range map[string]http.HandlerFunc{
 		"GET " + paths.PlatformJWKS:               p.JWKS,

@@ -85,7 +85,7 @@ type Options struct {
 type Platform struct {
 	opts    Options
 	tools   *registry.Tools
-	keys    *registry.PlatformKeys
+	keys    *registry.PeerKeys
 	signer  Signer
 	sealer  *sessions.Keyring
 	replays *sessions.ReplayCache
@@ -94,7 +94,7 @@ type Platform struct {
 }
 
 // New builds platform mode.
-func New(opts Options, tools *registry.Tools, keys *registry.PlatformKeys, signer Signer, sealer *sessions.Keyring, replays *sessions.ReplayCache) *Platform {
+func New(opts Options, tools *registry.Tools, keys *registry.PeerKeys, signer Signer, sealer *sessions.Keyring, replays *sessions.ReplayCache) *Platform {
 	if opts.Issuer == "" {
 		opts.Issuer = opts.PublicURL
 	}

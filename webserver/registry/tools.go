@@ -165,6 +165,6 @@ func olderTool(a, b *Tool) bool { return registration.Older(a.Created, a.ID, b.C
 
 // ToolKey returns the key of tool t with the given kid: its static key, or one from its
 // key set (fetched and cached like the platforms' key sets).
-func (pk *PlatformKeys) ToolKey(ctx context.Context, t *Tool, kid string) (*rsa.PublicKey, error) {
+func (pk *PeerKeys) ToolKey(ctx context.Context, t *Tool, kid string) (*rsa.PublicKey, error) {
 	return pk.keyOf(ctx, t.ID, t.Spec.AuthConfig, t.staticKey, t.staticKID, t.staticKeyErr, kid)
 }

@@ -86,7 +86,7 @@ func newRig(b testing.TB) *rig {
 	apiKey.Set(benchAPIKey)
 	rg.tool, err = toolmode.New(toolmode.Options{
 		PublicURL: rg.ltiop.URL, LaunchURL: "https://app.example/launch", DevMode: true, ClockSkew: time.Minute,
-	}, reg, registry.NewPlatformKeys(nil), ring, sessions.NewReplayCache(1<<20), apiKey, advantage.NewClient(nil))
+	}, reg, registry.NewPeerKeys(nil), ring, sessions.NewReplayCache(1<<20), apiKey, advantage.NewClient(nil))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -166,8 +166,8 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	}
 	target := withLtik(destination, ltik)
 	launchesTotal.WithLabelValues("launch", "ok").Inc()
-	if t.opts.LearnDeployment != nil {
-		t.opts.LearnDeployment(p, claims.DeploymentID)
+	if t.opts.Deployments != nil {
+		t.opts.Deployments.RecordDeployment(p, claims.DeploymentID)
 	}
 	if cookieBound {
 		http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: "/lti/", MaxAge: -1})
@@ -256,7 +256,7 @@ func withLtik(destination, ltik string) string {
 // keyFunc adapts the platform key resolver to the validator.
 func (t *Tool) keyFunc(p *registry.Platform) lti.KeyFunc {
 	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) {
-		k, err := t.keys.Key(ctx, p, kid)
+		k, err := t.keys.PlatformKey(ctx, p, kid)
 		if errors.Is(err, registry.ErrUnknownKey) {
 			return nil, fmt.Errorf("%w: %s", lti.ErrUnknownKey, kid)
 		}

@@ -74,11 +74,6 @@ func (t *Tool) RequireService(next http.Handler) http.Handler {
 	return t.requireGrant(next, true)
 }
 
-// RequireLaunch admits LTIK-AUTH only: the endpoint needs the launch itself.
-func (t *Tool) RequireLaunch(next http.Handler) http.Handler {
-	return t.requireGrant(next, false)
-}
-
 func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Get("Authorization")

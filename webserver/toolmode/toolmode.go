@@ -33,9 +33,15 @@ type Options struct {
 	DevMode bool
 	// ClockSkew is the leeway on exp and iat.
 	ClockSkew time.Duration
-	// LearnDeployment, when set, is told the deployment of every successful launch, so
+	// Deployments, when set, is told the deployment of every successful launch, so
 	// deployments a registration did not name are recorded.
-	LearnDeployment func(p *registry.Platform, deploymentID string)
+	Deployments DeploymentRecorder
+}
+
+// DeploymentRecorder learns the deployments launches come from (onboarding records them on
+// the registration). It must not block: it is called on the launch path.
+type DeploymentRecorder interface {
+	RecordDeployment(p *registry.Platform, deploymentID string)
 }
 
 // Tool serves the tool-mode endpoints.
@@ -43,7 +49,7 @@ type Tool struct {
 	opts      Options
 	publicURL *url.URL
 	registry  *registry.Registry
-	keys      *registry.PlatformKeys
+	keys      *registry.PeerKeys
 	keyring   *sessions.Keyring
 	replay    *sessions.ReplayCache
 	apiKey    *httpapi.APIKey
@@ -56,7 +62,7 @@ type Tool struct {
 }
 
 // New returns the tool-mode handlers.
-func New(opts Options, reg *registry.Registry, keys *registry.PlatformKeys, keyring *sessions.Keyring,
+func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring *sessions.Keyring,
 	replay *sessions.ReplayCache, apiKey *httpapi.APIKey, services *advantage.Client) (*Tool, error) {
 	u, err := url.Parse(opts.PublicURL)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 // ErrUnknownKey means the platform has no usable key with the requested kid, even after
-// refetching its key set. Any other error from PlatformKeys.Key means the key set could
+// refetching its key set. Any other error from PeerKeys.Key means the key set could
 // not be obtained: an outage on the platform's side, not a bad token (T-JWKS-03).
 var ErrUnknownKey = errors.New("the platform has no key with this kid")
 
@@ -37,10 +37,11 @@ const (
 	maxKeySets      = 10000
 )
 
-// PlatformKeys resolves the RSA public keys platforms sign id_tokens with: fetched and
-// cached key sets for JWK_SET, keys parsed once per registration change for JWK_KEY and
-// RSA_KEY.
-type PlatformKeys struct {
+// PeerKeys resolves the RSA public keys of the parties ltiop verifies: platforms (their
+// id_tokens, in tool mode) and tools (their client assertions and deep-linking responses,
+// in platform mode). Key sets (JWK_SET) are fetched and cached; JWK_KEY and RSA_KEY keys
+// are parsed once per registration change.
+type PeerKeys struct {
 	client *http.Client
 	now    func() time.Time
 
@@ -48,12 +49,12 @@ type PlatformKeys struct {
 	sets map[string]*keySet // by key set URL
 }
 
-// NewPlatformKeys returns a resolver using client for fetches (nil: a client with timeouts).
-func NewPlatformKeys(client *http.Client) *PlatformKeys {
+// NewPeerKeys returns a resolver using client for fetches (nil: a client with timeouts).
+func NewPeerKeys(client *http.Client) *PeerKeys {
 	if client == nil {
 		client = &http.Client{Timeout: fetchTimeout}
 	}
-	return &PlatformKeys{client: client, now: time.Now, sets: map[string]*keySet{}}
+	return &PeerKeys{client: client, now: time.Now, sets: map[string]*keySet{}}
 }
 
 type keySet struct {
@@ -63,14 +64,14 @@ type keySet struct {
 	lastFetch time.Time
 }
 
-// Key returns the key of platform p with the given kid.
-func (pk *PlatformKeys) Key(ctx context.Context, p *Platform, kid string) (*rsa.PublicKey, error) {
+// PlatformKey returns the key of platform p with the given kid.
+func (pk *PeerKeys) PlatformKey(ctx context.Context, p *Platform, kid string) (*rsa.PublicKey, error) {
 	return pk.keyOf(ctx, p.ID, p.Spec.AuthConfig, p.staticKey, p.staticKID, p.staticKeyErr, kid)
 }
 
 // keyOf resolves kid for a registration whose key is ac: the static key parsed once per
 // change (JWK_KEY, RSA_KEY) or a key of the fetched set (JWK_SET).
-func (pk *PlatformKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, static *rsa.PublicKey, staticKID string, staticErr error, kid string) (*rsa.PublicKey, error) {
+func (pk *PeerKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, static *rsa.PublicKey, staticKID string, staticErr error, kid string) (*rsa.PublicKey, error) {
 	switch ac.Method {
 	case ltiv1.AuthMethodRSAKey, ltiv1.AuthMethodJWKKey:
 		if static == nil {
@@ -87,7 +88,7 @@ func (pk *PlatformKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfi
 	}
 }
 
-func (pk *PlatformKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKey, error) {
+func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKey, error) {
 	pk.mu.Lock()
 	set := pk.sets[url]
 	if set == nil {
@@ -123,7 +124,7 @@ func (pk *PlatformKeys) fromSet(ctx context.Context, url, kid string) (*rsa.Publ
 }
 
 // fetch loads the key set; the caller holds set.mu.
-func (pk *PlatformKeys) fetch(ctx context.Context, url string, set *keySet, now time.Time) error {
+func (pk *PeerKeys) fetch(ctx context.Context, url string, set *keySet, now time.Time) error {
 	set.lastFetch = now
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()

@@ -1,4 +1,4 @@
-package app
+package oauthbroker
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/registry"
 )
 
@@ -19,9 +18,10 @@ import (
 // the integrator's (not labelled, not cached), and OAuth2 flows are not a hot path.
 const oauth2ClientTTL = 30 * time.Second
 
-// oauth2Clients resolves a registration's OAuth2 client from its Secret, read from the API
-// server and kept for a short while.
-type oauth2Clients struct {
+// SecretClients resolves a registration's OAuth2 client (spec.oauth2) from the Secret it
+// names, read from the API server and kept for a short while. Its Resolve is the broker's
+// Resolver in production.
+type SecretClients struct {
 	reader    client.Reader
 	namespace string
 
@@ -34,23 +34,29 @@ type cachedClient struct {
 	at         time.Time
 }
 
-func (o *oauth2Clients) resolve(ctx context.Context, p *registry.Platform) (*oauthbroker.ClientConfig, error) {
+// NewSecretClients reads client Secrets in namespace through reader.
+func NewSecretClients(reader client.Reader, namespace string) *SecretClients {
+	return &SecretClients{reader: reader, namespace: namespace, cache: map[string]cachedClient{}}
+}
+
+// Resolve is a Resolver.
+func (o *SecretClients) Resolve(ctx context.Context, p *registry.Platform) (*ClientConfig, error) {
 	oc := p.Spec.OAuth2
 	if oc == nil {
-		return nil, fmt.Errorf("registration %s has no spec.oauth2: %w", p.ID, oauthbroker.ErrNotConfigured)
+		return nil, fmt.Errorf("registration %s has no spec.oauth2: %w", p.ID, ErrNotConfigured)
 	}
 	authorize, token, ok := oc.Endpoints(string(p.Spec.URL))
 	if !ok {
-		return nil, fmt.Errorf("registration %s: set spec.oauth2.authorizeUrl and tokenUrl: %w", p.ID, oauthbroker.ErrNotConfigured)
+		return nil, fmt.Errorf("registration %s: set spec.oauth2.authorizeUrl and tokenUrl: %w", p.ID, ErrNotConfigured)
 	}
 	id, secret, err := o.secret(ctx, oc.SecretName)
 	if err != nil {
 		return nil, err
 	}
-	return &oauthbroker.ClientConfig{ClientID: id, ClientSecret: secret, AuthorizeURL: authorize, TokenURL: token, Scopes: oc.Scopes}, nil
+	return &ClientConfig{ClientID: id, ClientSecret: secret, AuthorizeURL: authorize, TokenURL: token, Scopes: oc.Scopes}, nil
 }
 
-func (o *oauth2Clients) secret(ctx context.Context, name string) (string, string, error) {
+func (o *SecretClients) secret(ctx context.Context, name string) (string, string, error) {
 	o.mu.Lock()
 	c, ok := o.cache[name]
 	o.mu.Unlock()
@@ -61,13 +67,13 @@ func (o *oauth2Clients) secret(ctx context.Context, name string) (string, string
 	err := o.reader.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: name}, s)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", "", fmt.Errorf("secret %s does not exist: %w", name, oauthbroker.ErrNotConfigured)
+		return "", "", fmt.Errorf("secret %s does not exist: %w", name, ErrNotConfigured)
 	case err != nil:
 		return "", "", err
 	}
 	id, secret := string(s.Data[ltiv1.OAuth2SecretClientID]), string(s.Data[ltiv1.OAuth2SecretClientSecret])
 	if id == "" || secret == "" {
-		return "", "", fmt.Errorf("secret %s lacks client_id or client_secret: %w", name, oauthbroker.ErrNotConfigured)
+		return "", "", fmt.Errorf("secret %s lacks client_id or client_secret: %w", name, ErrNotConfigured)
 	}
 	o.mu.Lock()
 	if len(o.cache) > 1000 {

@@ -82,17 +82,17 @@ func jwksPlatform(url string) *Platform {
 func TestKeySetIsCachedAndUnknownKidRefetchedOnceRateLimited(t *testing.T) {
 	k1, k2 := rsaKey(t), rsaKey(t)
 	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1", "alg": "RS256", "use": "sig"}))
-	pk := NewPlatformKeys(nil)
+	pk := NewPeerKeys(nil)
 	clock := time.Now()
 	pk.now = func() time.Time { return clock }
 	p := jwksPlatform(lms.srv.URL)
 	ctx := context.Background()
 
-	got, err := pk.Key(ctx, p, "k1")
+	got, err := pk.PlatformKey(ctx, p, "k1")
 	if err != nil || !got.Equal(&k1.PublicKey) {
 		t.Fatalf("Key(k1) = %v, %v", got, err)
 	}
-	if _, err := pk.Key(ctx, p, "k1"); err != nil || lms.hits.Load() != 1 {
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err != nil || lms.hits.Load() != 1 {
 		t.Fatalf("T-JWKS-01: a cached key set is not fetched again (hits %d, err %v)", lms.hits.Load(), err)
 	}
 
@@ -102,12 +102,12 @@ func TestKeySetIsCachedAndUnknownKidRefetchedOnceRateLimited(t *testing.T) {
 		jwkMap(t, &k2.PublicKey, map[string]string{"kid": "k2"}),
 	})
 	clock = clock.Add(refetchInterval)
-	if got, err := pk.Key(ctx, p, "k2"); err != nil || !got.Equal(&k2.PublicKey) {
+	if got, err := pk.PlatformKey(ctx, p, "k2"); err != nil || !got.Equal(&k2.PublicKey) {
 		t.Fatalf("T-JWKS-02: new kid after refetch = %v, %v", got, err)
 	}
 	hits := lms.hits.Load()
 	for range 5 {
-		if _, err := pk.Key(ctx, p, "nope"); !errors.Is(err, ErrUnknownKey) {
+		if _, err := pk.PlatformKey(ctx, p, "nope"); !errors.Is(err, ErrUnknownKey) {
 			t.Fatalf("T-TOK-08: an unknown kid is ErrUnknownKey, got %v", err)
 		}
 	}
@@ -136,25 +136,25 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 	k1 := rsaKey(t)
 	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
 	lms.cacheControl.Store("max-age=60")
-	pk := NewPlatformKeys(nil)
+	pk := NewPeerKeys(nil)
 	clock := time.Now()
 	pk.now = func() time.Time { return clock }
 	p := jwksPlatform(lms.srv.URL)
 	ctx := context.Background()
 
 	lms.fail.Store(true)
-	if _, err := pk.Key(ctx, p, "k1"); err == nil || errors.Is(err, ErrUnknownKey) {
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err == nil || errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("T-JWKS-03: a key set that cannot be fetched is an outage, got %v", err)
 	}
 	lms.fail.Store(false)
 	clock = clock.Add(refetchInterval)
-	if _, err := pk.Key(ctx, p, "k1"); err != nil {
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err != nil {
 		t.Fatal(err)
 	}
 	// Expired cache and the platform down: the known key keeps working.
 	lms.fail.Store(true)
 	clock = clock.Add(2 * time.Minute)
-	if _, err := pk.Key(ctx, p, "k1"); err != nil {
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err != nil {
 		t.Fatalf("a cached key is served while the platform is down: %v", err)
 	}
 }
@@ -192,7 +192,7 @@ func TestStaticKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	withKID, _ := json.Marshal(jwkMap(t, &k.PublicKey, map[string]string{"kid": "platform-kid"}))
-	pk := NewPlatformKeys(nil)
+	pk := NewPeerKeys(nil)
 	ctx := context.Background()
 	r := New()
 	for _, tc := range []struct {
@@ -208,7 +208,7 @@ func TestStaticKeys(t *testing.T) {
 		reg := platformRegistration("static", "https://lms", "c", time.Now())
 		reg.Spec.AuthConfig = tc.ac
 		r.Apply(reg)
-		got, err := pk.Key(ctx, r.Get("static"), tc.kid)
+		got, err := pk.PlatformKey(ctx, r.Get("static"), tc.kid)
 		if tc.wantUnkown {
 			if !errors.Is(err, ErrUnknownKey) {
 				t.Errorf("%s: err = %v, want ErrUnknownKey", tc.name, err)
