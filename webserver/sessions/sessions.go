@@ -9,7 +9,12 @@
 // before it expires and only with a key the keyring still holds.
 package sessions
 
-import "errors"
+import (
+	"errors"
+	"net/http"
+
+	"github.com/ltiop/ltiop/webserver/httpapi"
+)
 
 // Purposes of sealed tokens. A token sealed for one purpose never opens as another.
 const (
@@ -33,3 +38,7 @@ var (
 	ErrInvalid = errors.New("sessions: invalid token")
 )
 
+// ErrSealingNotReady is the answer to a request that needs a token sealed when Seal fails,
+// which in practice means the keyring has no key yet (the service Secret is not read yet).
+var ErrSealingNotReady = httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady,
+	"Sealing keys are not available yet; try again.")
