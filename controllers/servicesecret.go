@@ -23,29 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/webserver/sessions"
-	"github.com/ltiop/ltiop/webserver/signing"
+	"github.com/ltiop/ltiop/internal/keyring"
 )
 
-// Labels, annotations and event reasons of the service Secret.
+// Event reasons and timings of the service Secret. Its layout (type, data keys, labels,
+// rotation annotations) is in api/v1alpha1/wellknown.go.
 const (
-	// LabelComponent names the part of ltiop a resource belongs to.
-	LabelComponent = "app.kubernetes.io/component"
-	// ComponentServiceKeys is LabelComponent on the service Secret.
-	ComponentServiceKeys = "service-keys"
-
-	// AnnotationRotateSealingKey asks for a new sealing key: set it to a new value (a date,
-	// a ticket number) and the controller adds a key, then copies the value to
-	// AnnotationRotatedSealingKey.
-	AnnotationRotateSealingKey = "lti.ltiop.dev/rotate-sealing-key"
-	// AnnotationRotatedSealingKey is the value of AnnotationRotateSealingKey last served.
-	AnnotationRotatedSealingKey = "lti.ltiop.dev/rotated-sealing-key"
-	// AnnotationRotatePlatformKey asks for a new platform signing key, like
-	// AnnotationRotateSealingKey; the value served is copied to AnnotationRotatedPlatformKey.
-	AnnotationRotatePlatformKey = "lti.ltiop.dev/rotate-platform-key"
-	// AnnotationRotatedPlatformKey is the value of AnnotationRotatePlatformKey last served.
-	AnnotationRotatedPlatformKey = "lti.ltiop.dev/rotated-platform-key"
-
 	ReasonSealingKeyringCreated     = "SealingKeyringCreated"
 	ReasonSealingKeyringRegenerated = "SealingKeyringRegenerated"
 	ReasonSealingKeyRotated         = "SealingKeyRotated"
@@ -75,10 +58,10 @@ const serviceSecretRecheck = time.Minute
 // ServiceSecretReconciler keeps the service Secret, which holds two key sets:
 //
 //   - the sealing keyring of ltiks, service keys, states and message hints
-//     (sessions.SecretKeyKeyring), rotated with AnnotationRotateSealingKey;
-//   - the platform-mode signing keys (signing.SecretKeyPlatformKeys), RSA keys ltiop signs
+//     (ltiv1.SecretKeySealingKeyring), rotated with ltiv1.AnnotationRotateSealingKey;
+//   - the platform-mode signing keys (ltiv1.SecretKeyPlatformKeys), RSA keys ltiop signs
 //     id_tokens and access tokens with as a platform and publishes in its platform JWKS,
-//     rotated with AnnotationRotatePlatformKey.
+//     rotated with ltiv1.AnnotationRotatePlatformKey.
 //
 // For each it creates a first key, adds a key when asked to rotate, and retires keys once no
 // token they made can still be in use. A key is never silently replaced: a new sealing key
@@ -94,7 +77,7 @@ type ServiceSecretReconciler struct {
 	// only labelled Secrets.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	// Namespace and Name locate the Secret; Name defaults to sessions.DefaultSecretName.
+	// Namespace and Name locate the Secret; Name defaults to ltiv1.DefaultServiceSecretName.
 	Namespace string
 	Name      string
 	// ActivationDelay defaults to DefaultActivationDelay, PlatformKeyActivationDelay to
@@ -113,7 +96,7 @@ type ServiceSecretReconciler struct {
 func (r *ServiceSecretReconciler) SecretKey() types.NamespacedName {
 	name := r.Name
 	if name == "" {
-		name = sessions.DefaultSecretName
+		name = ltiv1.DefaultServiceSecretName
 	}
 	return types.NamespacedName{Namespace: r.Namespace, Name: name}
 }
@@ -167,10 +150,10 @@ func (r *ServiceSecretReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !secret.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // recreated once it is gone
 	}
-	if secret.Type != sessions.SecretType {
+	if secret.Type != ltiv1.SecretTypeService {
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonServiceSecretConflict, "Validate",
 			"Secret %s has type %q, not %q, so it cannot hold ltiop's sealing and signing keys; delete it or configure another service Secret name.",
-			key.Name, secret.Type, sessions.SecretType)
+			key.Name, secret.Type, ltiv1.SecretTypeService)
 		return ctrl.Result{RequeueAfter: serviceSecretRecheck}, nil
 	}
 	return r.update(ctx, secret)
@@ -181,48 +164,30 @@ func (r *ServiceSecretReconciler) labels(secret *corev1.Secret) {
 		secret.Labels = map[string]string{}
 	}
 	secret.Labels[ltiv1.LabelManagedBy] = ltiv1.ManagedByValue
-	secret.Labels[LabelComponent] = ComponentServiceKeys
+	secret.Labels[ltiv1.LabelComponent] = ltiv1.ComponentServiceKeys
 }
 
-// keySet describes one key set of the service Secret — the sealing keyring or the platform
-// signing keys — to the code they share: creation, repair, rotation on request, retirement.
-type keySet[K any] struct {
-	dataKey         string // data key in the Secret
+// keySet is one key set of the service Secret — the sealing keyring or the platform signing
+// keys — as the controller keeps it: created, repaired, rotated on request, retired.
+type keySet[K keyring.Key] struct {
+	kind            keyring.Kind[K]
 	rotate, rotated string // annotations: the rotation asked for, the one last served
 	activationDelay time.Duration
-	newKey          func(now time.Time, activationDelay time.Duration) (K, error)
-	encode          func([]K) ([]byte, error)
-	decode          func([]byte) ([]K, error)
-	sort            func([]K)
-	id              func(K) string
-	notBefore       func(K) time.Time
 }
 
-func (r *ServiceSecretReconciler) sealingKeys() keySet[sessions.Key] {
-	return keySet[sessions.Key]{
-		dataKey: sessions.SecretKeyKeyring,
-		rotate:  AnnotationRotateSealingKey, rotated: AnnotationRotatedSealingKey,
+func (r *ServiceSecretReconciler) sealingKeys() keySet[keyring.SealingKey] {
+	return keySet[keyring.SealingKey]{
+		kind:   keyring.Sealing,
+		rotate: ltiv1.AnnotationRotateSealingKey, rotated: ltiv1.AnnotationRotatedSealingKey,
 		activationDelay: r.activationDelay(),
-		newKey:          sessions.NewKey,
-		encode:          sessions.EncodeKeyring,
-		decode:          sessions.DecodeKeyring,
-		sort:            sessions.SortKeys,
-		id:              func(k sessions.Key) string { return k.ID },
-		notBefore:       func(k sessions.Key) time.Time { return k.NotBefore },
 	}
 }
 
-func (r *ServiceSecretReconciler) platformKeys() keySet[signing.Key] {
-	return keySet[signing.Key]{
-		dataKey: signing.SecretKeyPlatformKeys,
-		rotate:  AnnotationRotatePlatformKey, rotated: AnnotationRotatedPlatformKey,
+func (r *ServiceSecretReconciler) platformKeys() keySet[keyring.SigningKey] {
+	return keySet[keyring.SigningKey]{
+		kind:   keyring.Signing,
+		rotate: ltiv1.AnnotationRotatePlatformKey, rotated: ltiv1.AnnotationRotatedPlatformKey,
 		activationDelay: r.platformKeyActivationDelay(),
-		newKey:          signing.NewKey,
-		encode:          signing.EncodeKeys,
-		decode:          signing.DecodeKeys,
-		sort:            signing.SortKeys,
-		id:              func(k signing.Key) string { return k.ID },
-		notBefore:       func(k signing.Key) time.Time { return k.NotBefore },
 	}
 }
 
@@ -240,15 +205,15 @@ type keySetChange struct {
 
 // initial returns a new key set of one key, active from now.
 func (ks keySet[K]) initial(now time.Time) ([]byte, keySetChange, error) {
-	k, err := ks.newKey(now, 0)
+	k, err := ks.kind.NewKey(now, 0)
 	if err != nil {
 		return nil, keySetChange{}, err
 	}
-	data, err := ks.encode([]K{k})
+	data, err := ks.kind.Encode([]K{k})
 	if err != nil {
 		return nil, keySetChange{}, err
 	}
-	return data, keySetChange{created: ks.id(k)}, nil
+	return data, keySetChange{created: k.Info().ID}, nil
 }
 
 // keep brings the key set of secret up to date at now: it creates or repairs it, serves a
@@ -256,52 +221,53 @@ func (ks keySet[K]) initial(now time.Time) ([]byte, keySetChange, error) {
 // changes secret (its data and the served-rotation annotation) only where needed.
 func (ks keySet[K]) keep(secret *corev1.Secret, now time.Time, retireAfter time.Duration) (keySetChange, error) {
 	var c keySetChange
-	keys, decodeErr := ks.decode(secret.Data[ks.dataKey])
+	dataKey := ks.kind.DataKey()
+	keys, decodeErr := ks.kind.Decode(secret.Data[dataKey])
 	changed := false
 	if decodeErr != nil {
 		// No key set yet (a Secret made by hand, by a chart or by an older ltiop), or
 		// unreadable data, which is of no use: a new set, active at once (there is no older
 		// key that anyone could be using instead).
-		k, err := ks.newKey(now, 0)
+		k, err := ks.kind.NewKey(now, 0)
 		if err != nil {
 			return c, err
 		}
 		keys, changed = []K{k}, true
-		if _, had := secret.Data[ks.dataKey]; had {
-			c.regenerated, c.unreadable = ks.id(k), decodeErr
+		if _, had := secret.Data[dataKey]; had {
+			c.regenerated, c.unreadable = k.Info().ID, decodeErr
 		} else {
-			c.created = ks.id(k)
+			c.created = k.Info().ID
 		}
 	}
 
 	rotateTo := secret.Annotations[ks.rotate]
 	if rotateTo != "" && rotateTo != secret.Annotations[ks.rotated] {
 		if decodeErr == nil { // a fresh set is already a new key
-			k, err := ks.newKey(now, ks.activationDelay)
+			k, err := ks.kind.NewKey(now, ks.activationDelay)
 			if err != nil {
 				return c, err
 			}
 			keys, changed = append(keys, k), true
-			c.added, c.addedFrom = ks.id(k), ks.notBefore(k)
+			c.added, c.addedFrom = k.Info().ID, k.Info().NotBefore
 		}
 		secret.Annotations[ks.rotated] = rotateTo
 		c.rotateTo = rotateTo
 	}
 
-	keys, retired, next := retireKeys(keys, now, retireAfter, ks.sort, ks.notBefore)
+	keys, retired, next := retireKeys(keys, now, retireAfter)
 	for _, k := range retired {
-		c.retired = append(c.retired, ks.id(k))
+		c.retired = append(c.retired, k.Info().ID)
 	}
 	c.next = next
 	if changed || len(retired) > 0 {
-		data, err := ks.encode(keys)
+		data, err := ks.kind.Encode(keys)
 		if err != nil {
 			return c, err
 		}
 		if secret.Data == nil {
 			secret.Data = map[string][]byte{}
 		}
-		secret.Data[ks.dataKey] = data
+		secret.Data[dataKey] = data
 	}
 	return c, nil
 }
@@ -321,10 +287,10 @@ func (r *ServiceSecretReconciler) create(ctx context.Context) (ctrl.Result, erro
 	nn := r.SecretKey()
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name},
-		Type:       sessions.SecretType,
+		Type:       ltiv1.SecretTypeService,
 		Data: map[string][]byte{
-			sessions.SecretKeyKeyring:     sealing,
-			signing.SecretKeyPlatformKeys: platform,
+			ltiv1.SecretKeySealingKeyring: sealing,
+			ltiv1.SecretKeyPlatformKeys:   platform,
 		},
 	}
 	r.labels(secret)
@@ -400,7 +366,7 @@ func (r *ServiceSecretReconciler) sealingKeyEvents(secret *corev1.Secret, c keyS
 	if c.added != "" {
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeyRotated, "RotateKey",
 			"Added sealing key %s for %s=%q. It seals from %s, once every replica has it; earlier keys keep opening tokens until they are retired.",
-			c.added, AnnotationRotateSealingKey, c.rotateTo, c.addedFrom.Format(time.RFC3339))
+			c.added, ltiv1.AnnotationRotateSealingKey, c.rotateTo, c.addedFrom.Format(time.RFC3339))
 	}
 	if len(c.retired) > 0 {
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonSealingKeysRetired, "RetireKeys",
@@ -426,7 +392,7 @@ func (r *ServiceSecretReconciler) platformKeyEvents(secret *corev1.Secret, c key
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonPlatformKeyRotated, "RotatePlatformKey",
 			"Added platform signing key %s for %s=%q. It is in the platform JWKS now and signs from %s, once tools "+
 				"that cache the JWKS have fetched it; earlier keys stay published until they are retired.",
-			c.added, AnnotationRotatePlatformKey, c.rotateTo, c.addedFrom.Format(time.RFC3339))
+			c.added, ltiv1.AnnotationRotatePlatformKey, c.rotateTo, c.addedFrom.Format(time.RFC3339))
 	}
 	if len(c.retired) > 0 {
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonPlatformKeysRetired, "RetirePlatformKeys",
@@ -435,13 +401,13 @@ func (r *ServiceSecretReconciler) platformKeyEvents(secret *corev1.Secret, c key
 	}
 }
 
-// retireKeys drops the keys whose successor (the next key in sort order, the order in which
-// keys become active) became active at least retireAfter before now; the newest key always
-// stays. It returns the keys kept (in that order), those retired, and the next instant at
-// which a kept key activates or becomes due for retirement (zero if none).
-func retireKeys[K any](keys []K, now time.Time, retireAfter time.Duration, sortKeys func([]K), notBefore func(K) time.Time) (kept, retired []K, next time.Time) {
+// retireKeys drops the keys whose successor (the next key in rotation order, the order in
+// which keys become active) became active at least retireAfter before now; the newest key
+// always stays. It returns the keys kept (in that order), those retired, and the next instant
+// at which a kept key activates or becomes due for retirement (zero if none).
+func retireKeys[K keyring.Key](keys []K, now time.Time, retireAfter time.Duration) (kept, retired []K, next time.Time) {
 	sorted := append([]K(nil), keys...)
-	sortKeys(sorted)
+	keyring.Sort(sorted)
 	soonest := func(t time.Time) {
 		if t.After(now) && (next.IsZero() || t.Before(next)) {
 			next = t
@@ -449,14 +415,14 @@ func retireKeys[K any](keys []K, now time.Time, retireAfter time.Duration, sortK
 	}
 	for i, k := range sorted {
 		if i < len(sorted)-1 {
-			due := notBefore(sorted[i+1]).Add(retireAfter)
+			due := sorted[i+1].Info().NotBefore.Add(retireAfter)
 			if !now.Before(due) {
 				retired = append(retired, k)
 				continue
 			}
 			soonest(due)
 		}
-		soonest(notBefore(k))
+		soonest(k.Info().NotBefore)
 		kept = append(kept, k)
 	}
 	return kept, retired, next

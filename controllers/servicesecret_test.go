@@ -24,6 +24,7 @@ import (
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/webserver/sessions"
 	"github.com/ltiop/ltiop/webserver/signing"
 )
@@ -99,9 +100,9 @@ var _ = Describe("Service Secret controller", func() {
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s)).To(Succeed())
 		return s
 	}
-	keysOf := func(s *corev1.Secret) []sessions.Key {
+	keysOf := func(s *corev1.Secret) []keyring.SealingKey {
 		GinkgoHelper()
-		keys, err := sessions.DecodeKeyring(s.Data[sessions.SecretKeyKeyring])
+		keys, err := keyring.Sealing.Decode(s.Data[ltiv1.SecretKeySealingKeyring])
 		Expect(err).NotTo(HaveOccurred())
 		return keys
 	}
@@ -131,11 +132,11 @@ var _ = Describe("Service Secret controller", func() {
 	}
 	annotate := func(value string) {
 		GinkgoHelper()
-		annotateWith(controllers.AnnotationRotateSealingKey, value)
+		annotateWith(ltiv1.AnnotationRotateSealingKey, value)
 	}
-	platformKeysOf := func(s *corev1.Secret) []signing.Key {
+	platformKeysOf := func(s *corev1.Secret) []keyring.SigningKey {
 		GinkgoHelper()
-		keys, err := signing.DecodeKeys(s.Data[signing.SecretKeyPlatformKeys])
+		keys, err := keyring.Signing.Decode(s.Data[ltiv1.SecretKeyPlatformKeys])
 		Expect(err).NotTo(HaveOccurred())
 		return keys
 	}
@@ -144,13 +145,13 @@ var _ = Describe("Service Secret controller", func() {
 		Expect(reconcile()).To(Equal(ctrl.Result{}))
 
 		s := current()
-		Expect(string(s.Type)).To(Equal(sessions.SecretType))
+		Expect(string(s.Type)).To(Equal(ltiv1.SecretTypeService))
 		Expect(s.Labels).To(HaveKeyWithValue(ltiv1.LabelManagedBy, ltiv1.ManagedByValue))
-		Expect(s.Labels).To(HaveKeyWithValue(controllers.LabelComponent, controllers.ComponentServiceKeys))
+		Expect(s.Labels).To(HaveKeyWithValue(ltiv1.LabelComponent, ltiv1.ComponentServiceKeys))
 		keys := keysOf(s)
 		Expect(keys).To(HaveLen(1))
 		Expect(keys[0].NotBefore).To(BeTemporally("<=", now))
-		Expect(keys[0].Secret).To(HaveLen(sessions.KeySize))
+		Expect(keys[0].Secret).To(HaveLen(keyring.SealingKeySize))
 		Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf("Normal %s Created the sealing keyring with key %s.",
 			controllers.ReasonSealingKeyringCreated, keys[0].ID))))
 		var event string
@@ -198,7 +199,7 @@ var _ = Describe("Service Secret controller", func() {
 		reconcile()
 		createdEvents()
 		s := current()
-		s.Data[sessions.SecretKeyKeyring] = []byte("not a keyring")
+		s.Data[ltiv1.SecretKeySealingKeyring] = []byte("not a keyring")
 		s.Data["other"] = []byte("kept")
 		Expect(k8s.Update(ctx, s)).To(Succeed())
 
@@ -228,7 +229,7 @@ var _ = Describe("Service Secret controller", func() {
 		Expect(keys).To(HaveLen(2))
 		Expect(keys[0].ID).To(Equal(first.ID), "the old key stays")
 		Expect(keys[1].NotBefore).To(Equal(now.Add(controllers.DefaultActivationDelay)))
-		Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedSealingKey, "2026-03-01"))
+		Expect(s.Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedSealingKey, "2026-03-01"))
 		Expect(res.RequeueAfter).To(Equal(controllers.DefaultActivationDelay), "requeued at the activation")
 		var event string
 		Expect(recorder.Events).To(Receive(&event))
@@ -248,7 +249,7 @@ var _ = Describe("Service Secret controller", func() {
 		annotate("second")
 		reconcile()
 		Expect(keysOf(current())).To(HaveLen(3))
-		Expect(current().Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedSealingKey, "second"))
+		Expect(current().Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedSealingKey, "second"))
 	})
 
 	It("retires a key RetireAfter after its successor activates, keeping the newest", func() {
@@ -315,7 +316,7 @@ var _ = Describe("Service Secret controller", func() {
 		Expect(keysOf(rotated)).To(HaveLen(2))
 
 		// This replica still sees the old Secret, with another rotation request.
-		stale.Annotations = map[string]string{controllers.AnnotationRotateSealingKey: "this-replica"}
+		stale.Annotations = map[string]string{ltiv1.AnnotationRotateSealingKey: "this-replica"}
 		behind := *r
 		behind.Client = staleClient{Client: k8s, secret: stale}
 		res, err := behind.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}})
@@ -343,14 +344,14 @@ var _ = Describe("Service Secret controller", func() {
 	It("fills a Secret of its type that has no keyring yet, without a warning", func() {
 		Expect(k8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Type:       sessions.SecretType,
+			Type:       ltiv1.SecretTypeService,
 			Data:       map[string][]byte{"signing-key.pem": []byte("kept")},
 		})).To(Succeed())
 		reconcile()
 		s := current()
 		Expect(keysOf(s)).To(HaveLen(1))
 		Expect(s.Data).To(HaveKeyWithValue("signing-key.pem", []byte("kept")))
-		Expect(s.Labels).To(HaveKeyWithValue(controllers.LabelComponent, controllers.ComponentServiceKeys))
+		Expect(s.Labels).To(HaveKeyWithValue(ltiv1.LabelComponent, ltiv1.ComponentServiceKeys))
 		var event string
 		Expect(recorder.Events).To(Receive(&event))
 		Expect(event).To(HavePrefix("Normal " + controllers.ReasonSealingKeyringCreated + " "))
@@ -379,7 +380,7 @@ var _ = Describe("Service Secret controller", func() {
 	Context("the platform signing key", func() {
 		// signedBy signs with keys at instant at and returns the kid of the token, after
 		// checking that the token verifies with the JWKS the keys publish, as a tool would.
-		signedBy := func(keys []signing.Key, at time.Time) string {
+		signedBy := func(keys []keyring.SigningKey, at time.Time) string {
 			GinkgoHelper()
 			ring, err := signing.NewKeyring(keys)
 			Expect(err).NotTo(HaveOccurred())
@@ -417,19 +418,19 @@ var _ = Describe("Service Secret controller", func() {
 		})
 
 		It("is added to a Secret that has only a sealing keyring, which stays as it was", func() {
-			sealing, err := sessions.NewKey(now.Add(-time.Hour), 0)
+			sealing, err := keyring.Sealing.NewKey(now.Add(-time.Hour), 0)
 			Expect(err).NotTo(HaveOccurred())
-			keyring, err := sessions.EncodeKeyring([]sessions.Key{sealing})
+			sealingData, err := keyring.Sealing.Encode([]keyring.SealingKey{sealing})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(k8s.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-				Type:       sessions.SecretType,
-				Data:       map[string][]byte{sessions.SecretKeyKeyring: keyring},
+				Type:       ltiv1.SecretTypeService,
+				Data:       map[string][]byte{ltiv1.SecretKeySealingKeyring: sealingData},
 			})).To(Succeed())
 
 			Expect(reconcile()).To(Equal(ctrl.Result{}))
 			s := current()
-			Expect(s.Data).To(HaveKeyWithValue(sessions.SecretKeyKeyring, keyring))
+			Expect(s.Data).To(HaveKeyWithValue(ltiv1.SecretKeySealingKeyring, sealingData))
 			keys := platformKeysOf(s)
 			Expect(keys).To(HaveLen(1))
 			Expect(keys[0].NotBefore).To(BeTemporally("<=", now))
@@ -443,7 +444,7 @@ var _ = Describe("Service Secret controller", func() {
 			before := current()
 			first := platformKeysOf(before)[0]
 
-			annotateWith(controllers.AnnotationRotatePlatformKey, "2026-03-01")
+			annotateWith(ltiv1.AnnotationRotatePlatformKey, "2026-03-01")
 			res := reconcile()
 			s := current()
 			keys := platformKeysOf(s)
@@ -451,14 +452,14 @@ var _ = Describe("Service Secret controller", func() {
 			Expect(keys[0].ID).To(Equal(first.ID), "the old key stays")
 			second := keys[1]
 			Expect(second.NotBefore).To(Equal(now.Add(controllers.DefaultPlatformKeyActivationDelay)))
-			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "2026-03-01"))
-			Expect(s.Annotations).NotTo(HaveKey(controllers.AnnotationRotatedSealingKey))
-			Expect(s.Data[sessions.SecretKeyKeyring]).To(Equal(before.Data[sessions.SecretKeyKeyring]), "the sealing keyring is left alone")
+			Expect(s.Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedPlatformKey, "2026-03-01"))
+			Expect(s.Annotations).NotTo(HaveKey(ltiv1.AnnotationRotatedSealingKey))
+			Expect(s.Data[ltiv1.SecretKeySealingKeyring]).To(Equal(before.Data[ltiv1.SecretKeySealingKeyring]), "the sealing keyring is left alone")
 			Expect(res.RequeueAfter).To(Equal(controllers.DefaultPlatformKeyActivationDelay), "requeued at the activation")
 			Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf(
 				"Normal %s Added platform signing key %s for %s=%q. It is in the platform JWKS now and signs from %s, once tools "+
 					"that cache the JWKS have fetched it; earlier keys stay published until they are retired.",
-				controllers.ReasonPlatformKeyRotated, second.ID, controllers.AnnotationRotatePlatformKey, "2026-03-01",
+				controllers.ReasonPlatformKeyRotated, second.ID, ltiv1.AnnotationRotatePlatformKey, "2026-03-01",
 				second.NotBefore.Format(time.RFC3339)))))
 
 			// Served once: reconciling again adds nothing.
@@ -488,14 +489,14 @@ var _ = Describe("Service Secret controller", func() {
 			Expect(recorder.Events).To(Receive(Equal(fmt.Sprintf(
 				"Normal %s Retired platform signing key(s) %s: their successor has signed for %s, so no token they signed is still in use.",
 				controllers.ReasonPlatformKeysRetired, first.ID, controllers.DefaultRetireAfter))))
-			Expect(current().Data[sessions.SecretKeyKeyring]).To(Equal(before.Data[sessions.SecretKeyKeyring]))
+			Expect(current().Data[ltiv1.SecretKeySealingKeyring]).To(Equal(before.Data[ltiv1.SecretKeySealingKeyring]))
 			noMoreEvents()
 
 			// A new value asks for another key.
-			annotateWith(controllers.AnnotationRotatePlatformKey, "second")
+			annotateWith(ltiv1.AnnotationRotatePlatformKey, "second")
 			reconcile()
 			Expect(platformKeysOf(current())).To(HaveLen(2))
-			Expect(current().Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "second"))
+			Expect(current().Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedPlatformKey, "second"))
 		})
 
 		It("rotates both key sets in one write, and requeues at the soonest activation or retirement of either", func() {
@@ -506,8 +507,8 @@ var _ = Describe("Service Secret controller", func() {
 			s := current()
 			patch := client.MergeFrom(s.DeepCopy())
 			s.Annotations = map[string]string{
-				controllers.AnnotationRotateSealingKey:  "both",
-				controllers.AnnotationRotatePlatformKey: "both",
+				ltiv1.AnnotationRotateSealingKey:  "both",
+				ltiv1.AnnotationRotatePlatformKey: "both",
 			}
 			Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
 			counting := &writeCounter{Client: k8s}
@@ -518,8 +519,8 @@ var _ = Describe("Service Secret controller", func() {
 			Expect(keysOf(s)).To(HaveLen(2))
 			Expect(platformKeysOf(s)).To(HaveLen(2))
 			Expect(platformKeysOf(s)[1].NotBefore).To(Equal(now.Add(30 * time.Second)))
-			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedSealingKey, "both"))
-			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "both"))
+			Expect(s.Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedSealingKey, "both"))
+			Expect(s.Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedPlatformKey, "both"))
 			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonSealingKeyRotated + " ")))
 			Expect(recorder.Events).To(Receive(HavePrefix("Normal " + controllers.ReasonPlatformKeyRotated + " ")))
 
@@ -547,7 +548,7 @@ var _ = Describe("Service Secret controller", func() {
 			before := current()
 			old := platformKeysOf(before)[0]
 			s := before.DeepCopy()
-			s.Data[signing.SecretKeyPlatformKeys] = []byte(`[{"kid":"not-a-key","privateKey":"secret material"}]`)
+			s.Data[ltiv1.SecretKeyPlatformKeys] = []byte(`[{"kid":"not-a-key","privateKey":"secret material"}]`)
 			Expect(k8s.Update(ctx, s)).To(Succeed())
 
 			Expect(reconcile()).To(Equal(ctrl.Result{}))
@@ -556,7 +557,7 @@ var _ = Describe("Service Secret controller", func() {
 			Expect(keys).To(HaveLen(1))
 			Expect(keys[0].ID).NotTo(Equal(old.ID))
 			Expect(keys[0].NotBefore).To(BeTemporally("<=", now), "signs at once: nothing else can")
-			Expect(s.Data[sessions.SecretKeyKeyring]).To(Equal(before.Data[sessions.SecretKeyKeyring]), "the sealing keyring is left alone")
+			Expect(s.Data[ltiv1.SecretKeySealingKeyring]).To(Equal(before.Data[ltiv1.SecretKeySealingKeyring]), "the sealing keyring is left alone")
 			var event string
 			Expect(recorder.Events).To(Receive(&event))
 			Expect(event).To(HavePrefix("Warning " + controllers.ReasonPlatformKeyRegenerated + " "))
@@ -567,13 +568,13 @@ var _ = Describe("Service Secret controller", func() {
 
 			// A rotation asked for at the same time is served by the new key.
 			s = current()
-			s.Data[signing.SecretKeyPlatformKeys] = []byte("garbage")
-			s.Annotations = map[string]string{controllers.AnnotationRotatePlatformKey: "with-repair"}
+			s.Data[ltiv1.SecretKeyPlatformKeys] = []byte("garbage")
+			s.Annotations = map[string]string{ltiv1.AnnotationRotatePlatformKey: "with-repair"}
 			Expect(k8s.Update(ctx, s)).To(Succeed())
 			reconcile()
 			s = current()
 			Expect(platformKeysOf(s)).To(HaveLen(1))
-			Expect(s.Annotations).To(HaveKeyWithValue(controllers.AnnotationRotatedPlatformKey, "with-repair"))
+			Expect(s.Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedPlatformKey, "with-repair"))
 			Expect(recorder.Events).To(Receive(HavePrefix("Warning " + controllers.ReasonPlatformKeyRegenerated + " ")))
 			noMoreEvents()
 		})
@@ -620,13 +621,13 @@ var _ = Describe("Service Secret controller", func() {
 				return err
 			}
 			patch := client.MergeFrom(cur.DeepCopy())
-			cur.Annotations = map[string]string{controllers.AnnotationRotateSealingKey: "via-watch"}
+			cur.Annotations = map[string]string{ltiv1.AnnotationRotateSealingKey: "via-watch"}
 			return k8s.Patch(ctx, cur, patch)
 		}).Should(Succeed())
 		Eventually(func() int {
 			cur := &corev1.Secret{}
 			Expect(k8s.Get(ctx, key, cur)).To(Succeed())
-			keys, err := sessions.DecodeKeyring(cur.Data[sessions.SecretKeyKeyring])
+			keys, err := keyring.Sealing.Decode(cur.Data[ltiv1.SecretKeySealingKeyring])
 			Expect(err).NotTo(HaveOccurred())
 			return len(keys)
 		}).Should(Equal(2))

@@ -17,6 +17,38 @@ const (
 	SecretKeyKID = "kid"
 )
 
+// The service Secret: ltiop's own keys, which the controller creates and rotates and the web
+// server follows through its cache.
+const (
+	// DefaultServiceSecretName is the name of the service Secret unless configured otherwise.
+	DefaultServiceSecretName = "ltiop-service"
+	// SecretTypeService is the type of the service Secret.
+	SecretTypeService = "lti.ltiop.dev/service"
+	// SecretKeySealingKeyring is the data key of the sealing keyring (JSON: an array of
+	// {"id","secret","notBefore","created"}).
+	SecretKeySealingKeyring = "keyring.json"
+	// SecretKeyPlatformKeys is the data key of the platform signing keys (JSON: an array of
+	// {"kid","privateKey","notBefore","created"}).
+	SecretKeyPlatformKeys = "platform-keys.json"
+
+	// LabelComponent names the part of ltiop a resource belongs to.
+	LabelComponent = "app.kubernetes.io/component"
+	// ComponentServiceKeys is LabelComponent on the service Secret.
+	ComponentServiceKeys = "service-keys"
+
+	// AnnotationRotateSealingKey asks for a new sealing key: set it to a new value (a date,
+	// a ticket number) and the controller adds a key, then copies the value to
+	// AnnotationRotatedSealingKey.
+	AnnotationRotateSealingKey = "lti.ltiop.dev/rotate-sealing-key"
+	// AnnotationRotatedSealingKey is the value of AnnotationRotateSealingKey last served.
+	AnnotationRotatedSealingKey = "lti.ltiop.dev/rotated-sealing-key"
+	// AnnotationRotatePlatformKey asks for a new platform signing key, like
+	// AnnotationRotateSealingKey; the value served is copied to AnnotationRotatedPlatformKey.
+	AnnotationRotatePlatformKey = "lti.ltiop.dev/rotate-platform-key"
+	// AnnotationRotatedPlatformKey is the value of AnnotationRotatePlatformKey last served.
+	AnnotationRotatedPlatformKey = "lti.ltiop.dev/rotated-platform-key"
+)
+
 // Condition types, kstatus-compatible: Ready is the summary, Reconciling means work is under
 // way, Stalled means the spec must change before the registration can become Ready.
 const (

@@ -17,10 +17,10 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
-	"github.com/ltiop/ltiop/webserver/signing"
 )
 
 // Platform mode end to end on the real API server: a ToolRegistration reconciled by the
@@ -71,7 +71,7 @@ var _ = Describe("Platform mode", func() {
 		By("publishing the key of the service Secret")
 		secret := &corev1.Secret{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: "ltiop-service"}, secret)).To(Succeed())
-		stored, err := signing.DecodeKeys(secret.Data[signing.SecretKeyPlatformKeys])
+		stored, err := keyring.Signing.Decode(secret.Data[ltiv1.SecretKeyPlatformKeys])
 		Expect(err).NotTo(HaveOccurred())
 		jwks := callAt(d.Local, "GET", paths.PlatformJWKS, nil, nil)
 		set, err := jwk.Parse(jwks.Raw)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -66,11 +67,11 @@ func newHarness(t *testing.T, mutate func(*oauthbroker.Options)) *harness {
 		return nil, fmt.Errorf("platform %s: %w", p.ID, oauthbroker.ErrNotConfigured)
 	}
 
-	key, err := sessions.NewKey(time.Now().Add(-time.Minute), 0)
+	key, err := keyring.Sealing.NewKey(time.Now().Add(-time.Minute), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.keyring, err = sessions.NewKeyring([]sessions.Key{key}); err != nil {
+	if h.keyring, err = sessions.NewKeyring([]keyring.SealingKey{key}); err != nil {
 		t.Fatal(err)
 	}
 	opts := oauthbroker.Options{

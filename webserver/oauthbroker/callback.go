@@ -121,7 +121,7 @@ func (b *Broker) Callback(w http.ResponseWriter, r *http.Request) {
 	payload, _ := json.Marshal(otc)
 	sealed, err := b.keyring.Seal(PurposeCode, payload, codeTTL)
 	if err != nil {
-		b.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, descriptionNotReady))
+		b.fail(w, r, sessions.ErrSealingNotReady)
 		return
 	}
 	b.redirectBack(w, r, st.ReturnURL, url.Values{"code": {sealed}})

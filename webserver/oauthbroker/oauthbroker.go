@@ -81,7 +81,6 @@ const (
 	CodeCodeExpired             = "CODE_EXPIRED"
 	CodeCodeReused              = "CODE_ALREADY_USED"
 	CodeInvalidRefreshToken     = "INVALID_REFRESH_TOKEN"
-	descriptionNotReady         = "Sealing keys are not available yet; try again."
 	descriptionPlatformNotFound = "No platform is registered with this ID."
 )
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
 // flowState is sealed into the OAuth2 state parameter: all the callback needs comes back
@@ -65,7 +66,7 @@ func (b *Broker) Start(w http.ResponseWriter, r *http.Request) {
 	payload, _ := json.Marshal(st)
 	state, err := b.keyring.Seal(PurposeState, payload, stateTTL)
 	if err != nil {
-		b.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, descriptionNotReady))
+		b.fail(w, r, sessions.ErrSealingNotReady)
 		return
 	}
 

@@ -162,7 +162,7 @@ func (b *Broker) sealRefresh(p *registry.Platform, lmsToken string) (string, *ht
 	payload, _ := json.Marshal(sealedRefresh{PlatformID: p.ID, PlatformUID: string(p.UID), RefreshToken: lmsToken})
 	sealed, err := b.keyring.Seal(PurposeRefresh, payload, refreshTTL)
 	if err != nil {
-		return "", httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, descriptionNotReady)
+		return "", sessions.ErrSealingNotReady
 	}
 	return sealed, nil
 }

@@ -96,7 +96,7 @@ func (o *Onboarding) Register(w http.ResponseWriter, r *http.Request) {
 		id, err := o.keyring.Seal(sessions.PurposeRegistration,
 			mustJSON(pending{ConfigURL: configURL, Token: token, Config: pc.Raw}), pendingTTL)
 		if err != nil {
-			o.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+			o.fail(w, r, sessions.ErrSealingNotReady)
 			return
 		}
 		u, _ := url.Parse(o.opts.PreApprovalURL)

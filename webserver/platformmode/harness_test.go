@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
@@ -73,18 +74,18 @@ func newHarness(t *testing.T, mutate func(*ltiv1.ToolRegistration)) *harness {
 		client: &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 
 	now := time.Now()
-	pk, err := signing.NewKey(now, 0)
+	pk, err := keyring.Signing.NewKey(now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.signer, err = signing.NewKeyring([]signing.Key{pk}); err != nil {
+	if h.signer, err = signing.NewKeyring([]keyring.SigningKey{pk}); err != nil {
 		t.Fatal(err)
 	}
-	sk, err := sessions.NewKey(now, 0)
+	sk, err := keyring.Sealing.NewKey(now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealer, err := sessions.NewKeyring([]sessions.Key{sk})
+	sealer, err := sessions.NewKeyring([]keyring.SealingKey{sk})
 	if err != nil {
 		t.Fatal(err)
 	}

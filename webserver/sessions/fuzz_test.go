@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/internal/keyring"
 )
 
 // fuzzTokens were sealed once with fuzzKey at t0 for an hour, payload {"sub":"fuzz"}. They
@@ -15,12 +17,12 @@ var fuzzTokens = map[string]string{
 	"eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIiwia2lkIjoiZnV6emtleSIsInR5cCI6Imx0aW9wLXN0YXRlIiwiemlwIjoiREVGIn0..JJalO949xnsrBzQa.JbIv1p3xSFqEcJbEE0gS3uNwwFsyZYvjyOQJCxWeprS9nWJoaP1r3Z_TfZfr9VezWDeuY8kbB8RSogoeN3wqW0GVBJCtQg6TArLFN5OqiOtjunq4z7yP-RRwIpc1Fo3l7liinQ.gdbSW83vYjFVNzw90WVDWQ": PurposeState,
 }
 
-var fuzzKey = Key{ID: "fuzzkey", Secret: bytes.Repeat([]byte{7}, KeySize), NotBefore: t0, Created: t0}
+var fuzzKey = keyring.SealingKey{ID: "fuzzkey", Secret: bytes.Repeat([]byte{7}, keyring.SealingKeySize), NotBefore: t0, Created: t0}
 
 // FuzzOpen: Open never panics, and nothing but the exact tokens sealed ever opens — no other
 // spelling of them, no other purpose, no random input.
 func FuzzOpen(f *testing.F) {
-	k, err := NewKeyring([]Key{fuzzKey})
+	k, err := NewKeyring([]keyring.SealingKey{fuzzKey})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -12,16 +13,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwe"
 	"github.com/lestrrat-go/jwx/v3/jwe/jwebb"
-)
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
-// KeySize is the length of a sealing key: A256GCM takes a 256-bit key.
-const KeySize = 32
+	"github.com/ltiop/ltiop/internal/keyring"
+)
 
 // MaxTokenLength is the longest token Open looks at; anything longer is ErrInvalid without
 // being parsed. An ltik of large launch claims stays well below it.
@@ -34,51 +36,18 @@ const maxEnvelope = 1 << 20
 // typPrefix starts the typ header of every sealed token: typ is "ltiop-" + purpose.
 const typPrefix = "ltiop-"
 
-// Key is one sealing key: 32 random bytes for A256GCM, an id, and the time from which it may seal.
-type Key struct {
-	// ID names the key in the kid header of the tokens it seals.
-	ID string
-	// Secret is the A256GCM key, KeySize bytes.
-	Secret []byte
-	// NotBefore is when the key starts sealing. Until then it only opens: every replica
-	// learns a new key before any replica seals with it.
-	NotBefore time.Time
-	// Created is when the key was generated.
-	Created time.Time
-}
-
 // Keyring seals with the newest key whose NotBefore has passed and opens with any key it holds.
 // It is safe for concurrent use; Replace swaps the whole key set atomically. The zero value
 // is an empty keyring.
 type Keyring struct {
-	ring atomic.Pointer[ring]
+	ring keyring.Ring[keyring.SealingKey, headersByKID]
 	// now is the clock of Seal (nil: time.Now); tests replace it.
 	now func() time.Time
 }
 
-var emptyRing = &ring{}
-
-// load returns the current key set.
-func (k *Keyring) load() *ring {
-	if r := k.ring.Load(); r != nil {
-		return r
-	}
-	return emptyRing
-}
-
-// ring is one immutable key set.
-type ring struct {
-	keys []*ringKey // in sealing order: NotBefore, then Created, then ID
-	byID map[string]*ringKey
-}
-
-type ringKey struct {
-	id        string
-	secret    []byte // private copy, never handed out
-	notBefore time.Time
-	created   time.Time
-	headers   map[string]jwe.Headers // protected headers of the known purposes, read-only
-}
+// headersByKID holds, for every key of a set, the protected headers of the known purposes:
+// made once per key set, read-only.
+type headersByKID map[string]map[string]jwe.Headers
 
 var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn}
 
@@ -100,129 +69,65 @@ func protectedHeaders(kid, purpose string) (jwe.Headers, error) {
 
 // NewKeyring returns a keyring holding keys. An empty keyring is allowed (it is not Ready,
 // and Seal fails) so that the web server can be built before the service Secret is read.
-func NewKeyring(keys []Key) (*Keyring, error) {
+func NewKeyring(keys []keyring.SealingKey) (*Keyring, error) {
 	k := &Keyring{}
-	r, err := newRing(keys)
-	if err != nil {
+	if len(keys) == 0 {
+		return k, nil
+	}
+	if err := k.Replace(keys); err != nil {
 		return nil, err
 	}
-	k.ring.Store(r)
 	return k, nil
 }
 
 // Replace swaps in a new key set. Tokens sealed with a key that is not in keys no longer
 // open. An empty key set is refused: keys are retired, never cleared.
-func (k *Keyring) Replace(keys []Key) error {
-	if len(keys) == 0 {
-		return errors.New("sessions: refusing to replace the keyring with no keys")
+func (k *Keyring) Replace(keys []keyring.SealingKey) error {
+	own := make([]keyring.SealingKey, len(keys))
+	for i, key := range keys {
+		key.Secret = bytes.Clone(key.Secret) // the keyring's own copy, never handed out
+		own[i] = key
 	}
-	r, err := newRing(keys)
-	if err != nil {
-		return err
+	if err := k.ring.Replace(own, prepareHeaders); err != nil {
+		return fmt.Errorf("sessions: %w", err)
 	}
-	k.ring.Store(r)
 	return nil
 }
 
-// Ready reports whether the keyring has a key to seal with.
-func (k *Keyring) Ready() bool { return len(k.load().keys) > 0 }
-
-// IDs returns the ids of the keys held, in sealing order (the last active one seals).
-func (k *Keyring) IDs() []string {
-	r := k.load()
-	ids := make([]string, len(r.keys))
-	for i, key := range r.keys {
-		ids[i] = key.id
-	}
-	return ids
+// Attach makes the keyring follow the sealing keyring of the service Secret
+// namespace/secretName through the cache's Secret informer (see keyring.Ring.Follow): a
+// keyring that does not decode is logged and ignored, keeping the last good keys, and a
+// deletion changes nothing, so tokens keep opening while the controller recreates the Secret.
+//
+// Call it before the manager starts, so the informer is part of its initial sync; the
+// returned registration's HasSynced tells when the Secret (if it exists) has been read.
+func (k *Keyring) Attach(ctx context.Context, c cache.Cache, namespace, secretName string) (toolscache.ResourceEventHandlerRegistration, error) {
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("sessions"))
+	return k.ring.Follow(ctx, c, namespace, secretName, keyring.Sealing, prepareHeaders)
 }
 
-func newRing(keys []Key) (*ring, error) {
-	r := &ring{keys: make([]*ringKey, 0, len(keys)), byID: make(map[string]*ringKey, len(keys))}
-	for i, key := range keys {
-		if err := ValidateKey(key); err != nil {
-			return nil, fmt.Errorf("sessions: key %d: %w", i, err)
-		}
-		if _, dup := r.byID[key.ID]; dup {
-			return nil, fmt.Errorf("sessions: key %d: duplicate id %q", i, key.ID)
-		}
-		rk := &ringKey{id: key.ID, secret: bytes.Clone(key.Secret), notBefore: key.NotBefore, created: key.Created,
-			headers: make(map[string]jwe.Headers, len(knownPurposes))}
+// prepareHeaders makes the protected headers of the known purposes for every key of a set.
+func prepareHeaders(keys []keyring.SealingKey) (headersByKID, error) {
+	byKID := make(headersByKID, len(keys))
+	for _, key := range keys {
+		headers := make(map[string]jwe.Headers, len(knownPurposes))
 		for _, p := range knownPurposes {
 			h, err := protectedHeaders(key.ID, p)
 			if err != nil {
 				return nil, err
 			}
-			rk.headers[p] = h
+			headers[p] = h
 		}
-		r.keys = append(r.keys, rk)
-		r.byID[key.ID] = rk
+		byKID[key.ID] = headers
 	}
-	slices.SortFunc(r.keys, func(a, b *ringKey) int {
-		return compareKeys(a.notBefore, a.created, a.id, b.notBefore, b.created, b.id)
-	})
-	return r, nil
+	return byKID, nil
 }
 
-// SortKeys puts keys in sealing order, the order the keyring uses: by NotBefore, then
-// Created, then ID. The last key whose NotBefore has passed is the one that seals.
-func SortKeys(keys []Key) {
-	slices.SortFunc(keys, func(a, b Key) int {
-		return compareKeys(a.NotBefore, a.Created, a.ID, b.NotBefore, b.Created, b.ID)
-	})
-}
+// Ready reports whether the keyring has a key to seal with.
+func (k *Keyring) Ready() bool { return k.ring.Load().Len() > 0 }
 
-func compareKeys(aNB, aCreated time.Time, aID string, bNB, bCreated time.Time, bID string) int {
-	if c := aNB.Compare(bNB); c != 0 {
-		return c
-	}
-	if c := aCreated.Compare(bCreated); c != 0 {
-		return c
-	}
-	return strings.Compare(aID, bID)
-}
-
-// sealer returns the key that seals at now: the newest one whose NotBefore has passed. When
-// none has (the keyring was just created and this replica's clock is behind the
-// controller's), the earliest key seals: there is no older key anyone could prefer.
-func (r *ring) sealer(now time.Time) *ringKey {
-	for i := len(r.keys) - 1; i >= 0; i-- {
-		if !r.keys[i].notBefore.After(now) {
-			return r.keys[i]
-		}
-	}
-	if len(r.keys) > 0 {
-		return r.keys[0]
-	}
-	return nil
-}
-
-// ValidateKey checks that key can be used in a keyring.
-func ValidateKey(key Key) error {
-	if !validID(key.ID) {
-		return fmt.Errorf("id must be 1 to 64 characters of A-Z a-z 0-9 - _")
-	}
-	if len(key.Secret) != KeySize {
-		return fmt.Errorf("key %s: secret must be %d bytes, not %d", key.ID, KeySize, len(key.Secret))
-	}
-	if key.NotBefore.IsZero() {
-		return fmt.Errorf("key %s: notBefore is missing", key.ID)
-	}
-	return nil
-}
-
-func validID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+// IDs returns the ids of the keys held, in sealing order (the last active one seals).
+func (k *Keyring) IDs() []string { return k.ring.Load().IDs() }
 
 // validPurpose keeps purposes short and plain: they go into a header and the envelope unescaped.
 func validPurpose(p string) bool {
@@ -262,8 +167,9 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 	if ttl < time.Second {
 		return "", fmt.Errorf("sessions: ttl %v is shorter than a second", ttl)
 	}
-	key := k.load().sealer(now)
-	if key == nil {
+	set := k.ring.Load()
+	key, ok := set.Current(now)
+	if !ok {
 		return "", errors.New("sessions: the keyring has no keys yet")
 	}
 	// exp is rounded up to the second: a token never expires before now+ttl.
@@ -281,9 +187,9 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 		return "", fmt.Errorf("sessions: compressing: %w", err)
 	}
 
-	h := key.headers[purpose]
+	h := set.Data()[key.ID][purpose]
 	if h == nil {
-		if h, err = protectedHeaders(key.id, purpose); err != nil {
+		if h, err = protectedHeaders(key.ID, purpose); err != nil {
 			return "", err
 		}
 	}
@@ -292,7 +198,7 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 	// WithCompress allocates a new flate.Writer — about 1.2 MB — per call: 450 µs a seal.)
 	// Encrypt does not keep compressed, so z can go back to the pool afterwards.
 	tok, err := jwe.Encrypt(compressed,
-		jwe.WithKey(jwa.DIRECT(), key.secret),
+		jwe.WithKey(jwa.DIRECT(), key.Secret),
 		jwe.WithContentEncryption(jwa.A256GCM()),
 		jwe.WithProtectedHeaders(h),
 	)
@@ -360,6 +266,20 @@ func (z *deflater) deflate() ([]byte, error) {
 	return z.out.Bytes(), nil
 }
 
+// validTokenID reports whether id is shaped like the token ids Seal makes (base64url).
+func validTokenID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // parseEnvelope reads the envelope appendEnvelope writes, in exactly that layout: the
 // plaintext is authenticated, so anything else is not ours.
 func parseEnvelope(env []byte, purpose string) (o Opened, ok bool) {
@@ -392,7 +312,7 @@ func parseEnvelope(env []byte, purpose string) (o Opened, ok bool) {
 		return o, false
 	}
 	end := bytes.IndexByte(s, '"')
-	if end <= 0 || !validID(string(s[:end])) {
+	if end <= 0 || !validTokenID(string(s[:end])) {
 		return o, false
 	}
 	o.ID = string(s[:end])
@@ -442,11 +362,15 @@ func (k *Keyring) OpenToken(purpose string, token string, now time.Time) (Opened
 	if err != nil {
 		return Opened{}, ErrInvalid
 	}
-	key := k.load().keyFor(msg, typPrefix+purpose)
-	if key == nil {
+	kid, ok := sealedByUs(msg, typPrefix+purpose)
+	if !ok {
 		return Opened{}, ErrInvalid
 	}
-	compressed, err := a256gcm.Decrypt(key.secret, msg.InitializationVector(), msg.CipherText(), msg.Tag(), []byte(token[:dot]))
+	key, ok := k.ring.Load().Lookup(kid)
+	if !ok {
+		return Opened{}, ErrInvalid
+	}
+	compressed, err := a256gcm.Decrypt(key.Secret, msg.InitializationVector(), msg.CipherText(), msg.Tag(), []byte(token[:dot]))
 	if err != nil {
 		return Opened{}, ErrInvalid
 	}
@@ -521,30 +445,30 @@ var a256gcm = func() interface {
 	return c
 }()
 
-// keyFor returns the key that opens msg if its header is one Seal writes for typ: alg dir,
-// enc A256GCM, zip DEF, no encrypted key, no crit, and the kid of a key held.
-func (r *ring) keyFor(msg *jwe.Message, typ string) *ringKey {
+// sealedByUs returns the kid of msg if its header is one Seal writes for typ: alg dir,
+// enc A256GCM, zip DEF, no encrypted key, no crit.
+func sealedByUs(msg *jwe.Message, typ string) (kid string, ok bool) {
 	h := msg.ProtectedHeaders()
 	if h == nil || h.Has(jwe.CriticalKey) {
-		return nil
+		return "", false
 	}
 	if v, _ := h.Type(); v != typ {
-		return nil
+		return "", false
 	}
 	if v, _ := h.Algorithm(); v != jwa.DIRECT() {
-		return nil
+		return "", false
 	}
 	if v, _ := h.ContentEncryption(); v != jwa.A256GCM() {
-		return nil
+		return "", false
 	}
 	if v, _ := h.Compression(); v != jwa.Deflate() {
-		return nil
+		return "", false
 	}
 	if rs := msg.Recipients(); len(rs) != 1 || len(rs[0].EncryptedKey()) != 0 {
-		return nil
+		return "", false
 	}
-	kid, _ := h.KeyID()
-	return r.byID[kid]
+	kid, _ = h.KeyID()
+	return kid, true
 }
 
 // inflater is a reusable raw DEFLATE decompressor.

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,12 +14,18 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwe"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 )
 
 var allPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload}
 
 // fixedKeyring holds keys and seals at the test clock.
-func fixedKeyring(t testing.TB, now time.Time, keys ...Key) *Keyring {
+func fixedKeyring(t testing.TB, now time.Time, keys ...keyring.SealingKey) *Keyring {
 	t.Helper()
 	k, err := NewKeyring(keys)
 	if err != nil {
@@ -202,7 +209,7 @@ func TestUnknownKidAfterReplace(t *testing.T) {
 	a, b := mustKey(t, t0, 0), mustKey(t, t0, 0)
 	k := fixedKeyring(t, t0, a)
 	tok := seal(t, k, PurposeLTIK, []byte(`{}`), time.Hour)
-	if err := k.Replace([]Key{b}); err != nil {
+	if err := k.Replace([]keyring.SealingKey{b}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := k.Open(PurposeLTIK, tok, t0); !errors.Is(err, ErrInvalid) {
@@ -219,7 +226,7 @@ func TestReplaceRefusesBadKeys(t *testing.T) {
 	noNB.NotBefore = time.Time{}
 	badID := mustKey(t, t0, 0)
 	badID.ID = "a/b"
-	for name, keys := range map[string][]Key{
+	for name, keys := range map[string][]keyring.SealingKey{
 		"empty":        nil,
 		"short secret": {short},
 		"duplicate":    {a, a},
@@ -260,7 +267,7 @@ func TestEmptyKeyring(t *testing.T) {
 	if _, _, err := k.Open(PurposeLTIK, "a.b.c.d.e", t0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Open on an empty keyring: %v", err)
 	}
-	if err := k.Replace([]Key{mustKey(t, t0, 0)}); err != nil || !k.Ready() {
+	if err := k.Replace([]keyring.SealingKey{mustKey(t, t0, 0)}); err != nil || !k.Ready() {
 		t.Errorf("Replace: %v, Ready %v", err, k.Ready())
 	}
 
@@ -274,7 +281,7 @@ func TestEmptyKeyring(t *testing.T) {
 	if _, _, err := zero.Open(PurposeLTIK, "a.b.c.d.e", t0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Open on the zero Keyring: %v", err)
 	}
-	if err := zero.Replace([]Key{mustKey(t, t0, 0)}); err != nil || !zero.Ready() {
+	if err := zero.Replace([]keyring.SealingKey{mustKey(t, t0, 0)}); err != nil || !zero.Ready() {
 		t.Errorf("Replace on the zero Keyring: %v", err)
 	}
 }
@@ -301,7 +308,7 @@ func TestRotation(t *testing.T) {
 
 	// The controller adds a key that activates in a minute.
 	next := mustKey(t, t0, time.Minute)
-	if err := k.Replace([]Key{old, next}); err != nil {
+	if err := k.Replace([]keyring.SealingKey{old, next}); err != nil {
 		t.Fatal(err)
 	}
 	during := seal(t, k, PurposeLTIK, []byte(`{"n":2}`), 24*time.Hour)
@@ -454,7 +461,7 @@ func TestInteroperableWithJWX(t *testing.T) {
 }
 
 func TestKeyringConcurrentUse(t *testing.T) {
-	keys := []Key{mustKey(t, t0.Add(-time.Hour), 0)}
+	keys := []keyring.SealingKey{mustKey(t, t0.Add(-time.Hour), 0)}
 	k := testKeyring(t)
 	if err := k.Replace(keys); err != nil {
 		t.Fatal(err)
@@ -485,4 +492,36 @@ func TestKeyringConcurrentUse(t *testing.T) {
 		}
 	})
 	wg.Wait()
+}
+
+// TestAttach: the keyring follows the sealing keyring of the service Secret (the follower's
+// rules are tested in internal/keyring).
+func TestAttach(t *testing.T) {
+	ctx := context.Background()
+	informers := &informertest.FakeInformers{}
+	var k Keyring
+	if _, err := k.Attach(ctx, informers, "ltiop-system", ltiv1.DefaultServiceSecretName); err != nil {
+		t.Fatal(err)
+	}
+	fake, err := informers.FakeInformerFor(ctx, &corev1.Secret{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := mustKey(t, t0, 0)
+	data, err := keyring.Sealing.Encode([]keyring.SealingKey{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Add(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ltiop-system", Name: ltiv1.DefaultServiceSecretName, ResourceVersion: "1"},
+		Type:       ltiv1.SecretTypeService,
+		Data:       map[string][]byte{ltiv1.SecretKeySealingKeyring: data, ltiv1.SecretKeyPlatformKeys: []byte("not ours")},
+	})
+	tok := seal(t, &k, PurposeLTIK, []byte(`{"n":1}`), time.Hour)
+	if kid := header(t, tok)["kid"]; kid != key.ID {
+		t.Errorf("sealed with %v, want the Secret's key %s", kid, key.ID)
+	}
+	if got, _, err := k.Open(PurposeLTIK, tok, time.Now()); err != nil || string(got) != `{"n":1}` {
+		t.Errorf("Open: %s, %v", got, err)
+	}
 }

@@ -2,13 +2,19 @@
 // lti_message_hint and the platform-mode payload — and remembers single-use ids.
 //
 // A sealed token is a compact JWE (alg "dir", enc "A256GCM", zip "DEF") made with a key of
-// the sealing keyring, which the controller keeps in the service Secret. The protected header
-// names the key (kid) and the token's purpose (typ "ltiop-<purpose>"); the purpose, expiry,
-// issue time, token id and payload travel encrypted. A token opens only for the purpose it
-// was sealed for, only before it expires and only with a key the keyring still holds.
+// the sealing keyring, which the controller keeps in the service Secret (internal/keyring
+// holds the keys and their rotation). The protected header names the key (kid) and the
+// token's purpose (typ "ltiop-<purpose>"); the purpose, expiry, issue time, token id and
+// payload travel encrypted. A token opens only for the purpose it was sealed for, only
+// before it expires and only with a key the keyring still holds.
 package sessions
 
-import "errors"
+import (
+	"errors"
+	"net/http"
+
+	"github.com/ltiop/ltiop/webserver/httpapi"
+)
 
 // Purposes of sealed tokens. A token sealed for one purpose never opens as another.
 const (
@@ -25,19 +31,14 @@ const (
 	PurposeRegistration = "registration"
 )
 
-// Layout of the service Secret that holds the sealing keyring.
-const (
-	// SecretType is the type of the service Secret.
-	SecretType = "lti.ltiop.dev/service"
-	// SecretKeyKeyring is the Secret data key of the keyring (JSON, see EncodeKeyring).
-	SecretKeyKeyring = "keyring.json"
-	// DefaultSecretName is the name of the service Secret unless configured otherwise.
-	DefaultSecretName = "ltiop-service"
-)
-
 // Errors of Open. They say no more than this on purpose: a caller (and so a client) learns
 // that a token expired, or that it is not a token of ours for this purpose, nothing else.
 var (
 	ErrExpired = errors.New("sessions: token expired")
 	ErrInvalid = errors.New("sessions: invalid token")
 )
+
+// ErrSealingNotReady is the answer to a request that needs a token sealed when Seal fails,
+// which in practice means the keyring has no key yet (the service Secret is not read yet).
+var ErrSealingNotReady = httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady,
+	"Sealing keys are not available yet; try again.")

@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/internal/keyring"
 )
 
 func BenchmarkSign(b *testing.B) {
@@ -56,7 +58,7 @@ func BenchmarkJWKS(b *testing.B) {
 // BenchmarkReplace is the cost of a key set change (once per Secret update): validation,
 // headers and the JWKS.
 func BenchmarkReplace(b *testing.B) {
-	set := []Key{fixtureKey(b, 0, t0.Add(-time.Hour)), fixtureKey(b, 1, t0.Add(time.Hour))}
+	set := []keyring.SigningKey{fixtureKey(b, 0, t0.Add(-time.Hour)), fixtureKey(b, 1, t0.Add(time.Hour))}
 	k := mustKeyring(b, set...)
 	b.ReportAllocs()
 	for b.Loop() {

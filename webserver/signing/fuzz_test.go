@@ -5,21 +5,23 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/internal/keyring"
 )
 
-// FuzzDecodeKeys: DecodeKeys never panics, and whatever it accepts is a usable key set
+// FuzzDecodeKeys: keyring.Signing.Decode never panics, and whatever it accepts is a usable key set
 // that encodes back to a file that decodes to the same keys.
 func FuzzDecodeKeys(f *testing.F) {
 	a := fixtureKey(f, 0, t0)
 	b := fixtureKey(f, 1, t0.Add(10*time.Minute))
-	valid, err := EncodeKeys([]Key{a, b})
+	valid, err := keyring.Signing.Encode([]keyring.SigningKey{a, b})
 	if err != nil {
 		f.Fatal(err)
 	}
-	if _, err := DecodeKeys(valid); err != nil {
+	if _, err := keyring.Signing.Decode(valid); err != nil {
 		f.Fatalf("the seed does not decode: %v", err)
 	}
-	one, err := EncodeKeys([]Key{a})
+	one, err := keyring.Signing.Encode([]keyring.SigningKey{a})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func FuzzDecodeKeys(f *testing.F) {
 	f.Add([]byte(`[{"kid":"x","privateKey":"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n","notBefore":"2026-03-01T12:00:00Z"}]`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := DecodeKeys(data)
+		got, err := keyring.Signing.Decode(data)
 		if err != nil {
 			if got != nil {
 				t.Fatalf("an error with keys: %v", err)
@@ -49,15 +51,15 @@ func FuzzDecodeKeys(f *testing.F) {
 		if _, err := k.SignAt(t0, TypeJWT, []byte(`{}`)); err != nil {
 			t.Fatalf("decoded keys do not sign: %v", err)
 		}
-		again, err := EncodeKeys(got)
+		again, err := keyring.Signing.Encode(got)
 		if err != nil {
 			t.Fatalf("decoded keys do not encode: %v", err)
 		}
-		back, err := DecodeKeys(again)
+		back, err := keyring.Signing.Decode(again)
 		if err != nil {
 			t.Fatalf("re-encoded keys do not decode: %v", err)
 		}
-		if !slices.EqualFunc(got, back, func(x, y Key) bool {
+		if !slices.EqualFunc(got, back, func(x, y keyring.SigningKey) bool {
 			return x.ID == y.ID && x.Private.Equal(y.Private) && x.NotBefore.Equal(y.NotBefore) && x.Created.Equal(y.Created)
 		}) {
 			t.Fatal("the keys changed in a round trip")

@@ -1,18 +1,22 @@
 package signing
 
 import (
+	"context"
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/keys"
 )
 
@@ -30,120 +34,96 @@ var presetTypes = []string{TypeJWT, TypeAccessToken}
 // holds. It is safe for concurrent use, and reads take no lock: Replace swaps the whole key
 // set atomically. The zero value is an empty keyring.
 type Keyring struct {
-	ring atomic.Pointer[ring]
+	ring keyring.Ring[keyring.SigningKey, *published]
 }
 
-// ring is one immutable key set, with everything a request needs prepared.
-type ring struct {
-	keys []*ringKey // in signing order: NotBefore, then Created, then ID
-	byID map[string]*ringKey
-	jwks []byte // {"keys":[...]}, capacity clipped
+// published is what a key set gives every request, made once per set.
+type published struct {
+	// signWith holds, by kid, a jws.WithKey option (RS256, the private key, the protected
+	// header {kid,typ}) for each preset typ. The options and headers are never modified:
+	// jws.Sign clones the header before adding alg.
+	signWith map[string]map[string]jws.SignOption
+	jwks     []byte // {"keys":[...]}, capacity clipped
 }
 
-type ringKey struct {
-	id        string
-	private   *rsa.PrivateKey
-	notBefore time.Time
-	created   time.Time
-	// signWith holds a jws.WithKey option (RS256, the private key, the protected header
-	// {kid,typ}) for each preset typ. The options and headers are never modified: jws.Sign
-	// clones the header before adding alg.
-	signWith map[string]jws.SignOption
-}
-
-var emptyRing = mustRing(nil)
-
-func mustRing(keys []Key) *ring {
-	r, err := newRing(keys)
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
-
-// load returns the current key set.
-func (k *Keyring) load() *ring {
-	if r := k.ring.Load(); r != nil {
-		return r
-	}
-	return emptyRing
-}
+// emptyJWKS is the JWKS of the empty keyring, capacity clipped.
+var emptyJWKS = slices.Clip([]byte(`{"keys":[]}`))
 
 // NewKeyring returns a keyring holding keys. An empty keyring is allowed (it is not Ready,
 // and Sign fails) so that the web server can be built before the service Secret is read.
-func NewKeyring(keys []Key) (*Keyring, error) {
-	r, err := newRing(keys)
-	if err != nil {
+func NewKeyring(keys []keyring.SigningKey) (*Keyring, error) {
+	k := &Keyring{}
+	if len(keys) == 0 {
+		return k, nil
+	}
+	if err := k.Replace(keys); err != nil {
 		return nil, err
 	}
-	k := &Keyring{}
-	k.ring.Store(r)
 	return k, nil
 }
 
 // Replace swaps in a new key set. Tokens signed with a key that is not in keys no longer
 // verify with PublicKey, and the key leaves the JWKS. An empty key set is refused: keys are
 // retired, never cleared.
-func (k *Keyring) Replace(keys []Key) error {
-	if len(keys) == 0 {
-		return errors.New("signing: refusing to replace the platform keys with no keys")
+func (k *Keyring) Replace(keys []keyring.SigningKey) error {
+	if err := k.ring.Replace(keys, publish); err != nil {
+		return fmt.Errorf("signing: %w", err)
 	}
-	r, err := newRing(keys)
-	if err != nil {
-		return err
-	}
-	k.ring.Store(r)
 	return nil
 }
 
-func newRing(in []Key) (*ring, error) {
-	r := &ring{keys: make([]*ringKey, 0, len(in)), byID: make(map[string]*ringKey, len(in))}
-	for i, key := range in {
-		if err := validateKey(key); err != nil {
-			return nil, fmt.Errorf("signing: key %d: %w", i, err)
-		}
-		if _, dup := r.byID[key.ID]; dup {
-			return nil, fmt.Errorf("signing: key %d: duplicate key %s", i, key.ID)
-		}
-		rk := &ringKey{id: key.ID, private: key.Private, notBefore: key.NotBefore, created: key.Created,
-			signWith: make(map[string]jws.SignOption, len(presetTypes))}
+// Attach makes the keyring follow the platform signing keys of the service Secret
+// namespace/secretName through the cache's Secret informer (see keyring.Ring.Follow): keys
+// that do not decode are logged and ignored, keeping the last good ones, and a deletion
+// changes nothing, so ltiop keeps signing (and its JWKS keeps the keys tools know) while the
+// controller recreates the Secret.
+//
+// Call it before the manager starts, so the informer is part of its initial sync; the
+// returned registration's HasSynced tells when the Secret (if it exists) has been read.
+func (k *Keyring) Attach(ctx context.Context, c cache.Cache, namespace, secretName string) (toolscache.ResourceEventHandlerRegistration, error) {
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("signing"))
+	return k.ring.Follow(ctx, c, namespace, secretName, keyring.Signing, publish)
+}
+
+// publish prepares a key set (in signing order) for requests: the signing options of every
+// key and the JWKS.
+func publish(sorted []keyring.SigningKey) (*published, error) {
+	p := &published{signWith: make(map[string]map[string]jws.SignOption, len(sorted))}
+	for _, key := range sorted {
+		opts := make(map[string]jws.SignOption, len(presetTypes))
 		for _, typ := range presetTypes {
-			opt, err := signOption(rk, typ)
+			opt, err := signOption(key, typ)
 			if err != nil {
 				return nil, err
 			}
-			rk.signWith[typ] = opt
+			opts[typ] = opt
 		}
-		r.keys = append(r.keys, rk)
-		r.byID[key.ID] = rk
+		p.signWith[key.ID] = opts
 	}
-	slices.SortFunc(r.keys, func(a, b *ringKey) int {
-		return compareKeys(a.notBefore, a.created, a.id, b.notBefore, b.created, b.id)
-	})
 
-	set := struct {
+	doc := struct {
 		Keys []jwk.Key `json:"keys"`
-	}{Keys: make([]jwk.Key, 0, len(r.keys))}
-	for _, rk := range r.keys {
-		pub, err := keys.PublicJWK(&rk.private.PublicKey, rk.id)
+	}{Keys: make([]jwk.Key, 0, len(sorted))}
+	for _, key := range sorted {
+		pub, err := keys.PublicJWK(&key.Private.PublicKey, key.ID)
 		if err != nil {
-			return nil, fmt.Errorf("signing: key %s: %w", rk.id, err)
+			return nil, fmt.Errorf("key %s: %w", key.ID, err)
 		}
-		set.Keys = append(set.Keys, pub)
+		doc.Keys = append(doc.Keys, pub)
 	}
-	jwks, err := json.Marshal(set)
+	jwks, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("signing: marshalling the JWKS: %w", err)
+		return nil, fmt.Errorf("marshalling the JWKS: %w", err)
 	}
-	r.jwks = slices.Clip(jwks)
-	return r, nil
+	p.jwks = slices.Clip(jwks)
+	return p, nil
 }
 
 // signOption is the jws.WithKey option that signs with key, protected header
 // {"alg":"RS256","kid":…,"typ":typ} (no typ when typ is empty).
-func signOption(key *ringKey, typ string) (jws.SignOption, error) {
+func signOption(key keyring.SigningKey, typ string) (jws.SignOption, error) {
 	h := jws.NewHeaders()
-	if err := h.Set(jws.KeyIDKey, key.id); err != nil {
+	if err := h.Set(jws.KeyIDKey, key.ID); err != nil {
 		return nil, err
 	}
 	if typ != "" {
@@ -151,31 +131,21 @@ func signOption(key *ringKey, typ string) (jws.SignOption, error) {
 			return nil, err
 		}
 	}
-	return jws.WithKey(jwa.RS256(), key.private, jws.WithProtectedHeaders(h)), nil
-}
-
-// signer returns the key that signs at now: the newest one whose NotBefore has passed.
-// When none has (the keys were just created and this replica's clock is behind the
-// controller's), the earliest key signs: there is no older key a tool could know better.
-func (r *ring) signer(now time.Time) *ringKey {
-	for i := len(r.keys) - 1; i >= 0; i-- {
-		if !r.keys[i].notBefore.After(now) {
-			return r.keys[i]
-		}
-	}
-	if len(r.keys) > 0 {
-		return r.keys[0]
-	}
-	return nil
+	return jws.WithKey(jwa.RS256(), key.Private, jws.WithProtectedHeaders(h)), nil
 }
 
 // Ready reports whether the keyring has a key to sign with now.
-func (k *Keyring) Ready() bool { return k.load().signer(time.Now()) != nil }
+func (k *Keyring) Ready() bool { return k.ring.Load().Len() > 0 }
 
 // JWKS returns the platform JWKS, {"keys":[…]}: the public half of every key held,
 // including those that do not sign yet, each with kty, n, e, kid, alg RS256 and use sig.
 // It is marshalled once per Replace; callers must not modify it (appending is safe).
-func (k *Keyring) JWKS() []byte { return k.load().jwks }
+func (k *Keyring) JWKS() []byte {
+	if p := k.ring.Load().Data(); p != nil {
+		return p.jwks
+	}
+	return emptyJWKS
+}
 
 // Sign signs claims (a marshalled JSON object, used verbatim as the payload) with the key
 // that signs now. The result is a compact JWS with the protected header
@@ -186,11 +156,12 @@ func (k *Keyring) Sign(typ string, claims []byte) (string, error) {
 
 // SignAt is Sign with the key that signs at now.
 func (k *Keyring) SignAt(now time.Time, typ string, claims []byte) (string, error) {
-	key := k.load().signer(now)
-	if key == nil {
+	set := k.ring.Load()
+	key, ok := set.Current(now)
+	if !ok {
 		return "", errors.New("signing: no platform signing key has been loaded yet")
 	}
-	opt, ok := key.signWith[typ]
+	opt, ok := set.Data().signWith[key.ID][typ]
 	if !ok {
 		var err error
 		if opt, err = signOption(key, typ); err != nil {
@@ -207,26 +178,17 @@ func (k *Keyring) SignAt(now time.Time, typ string, claims []byte) (string, erro
 // PublicKey returns the public key of kid if the keyring holds it (whether it signs yet or
 // not, or no longer), nil otherwise. The key is shared: do not modify it.
 func (k *Keyring) PublicKey(kid string) *rsa.PublicKey {
-	if key := k.load().byID[kid]; key != nil {
-		return &key.private.PublicKey
+	if key, ok := k.ring.Load().Lookup(kid); ok {
+		return &key.Private.PublicKey
 	}
 	return nil
 }
 
 // CurrentKID returns the kid of the key that signs now, or "" when the keyring is empty.
 func (k *Keyring) CurrentKID() string {
-	if key := k.load().signer(time.Now()); key != nil {
-		return key.id
-	}
-	return ""
+	key, _ := k.ring.Load().Current(time.Now())
+	return key.ID
 }
 
 // KIDs returns the kids of the keys held, in signing order (the last active one signs).
-func (k *Keyring) KIDs() []string {
-	r := k.load()
-	ids := make([]string, len(r.keys))
-	for i, key := range r.keys {
-		ids[i] = key.id
-	}
-	return ids
-}
+func (k *Keyring) KIDs() []string { return k.ring.Load().IDs() }

@@ -2,6 +2,7 @@ package signing
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -17,6 +18,12 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 )
 
 // header decodes the protected header of a compact JWS.
@@ -94,7 +101,7 @@ func TestSignPicksTheKeyByNotBefore(t *testing.T) {
 	}
 	for _, c := range []struct {
 		at   time.Time
-		want Key
+		want keyring.SigningKey
 	}{
 		{t0.Add(-time.Hour), old},
 		{t0.Add(-time.Nanosecond), old},
@@ -146,7 +153,7 @@ func TestJWKS(t *testing.T) {
 	if len(raw.Keys) != 2 {
 		t.Fatalf("JWKS holds %d keys, want the active and the pending one", len(raw.Keys))
 	}
-	for i, want := range []Key{active, pending} {
+	for i, want := range []keyring.SigningKey{active, pending} {
 		m := raw.Keys[i]
 		if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, []string{"alg", "e", "kid", "kty", "n", "use"}) {
 			t.Errorf("key %d has members %v", i, got)
@@ -164,7 +171,7 @@ func TestJWKS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []Key{active, pending} {
+	for _, want := range []keyring.SigningKey{active, pending} {
 		key, ok := set.LookupKeyID(want.ID)
 		if !ok {
 			t.Fatalf("no %s in the JWKS", want.ID)
@@ -215,7 +222,7 @@ func TestRotationThroughTheJWKS(t *testing.T) {
 	}
 
 	// Rotation: the new key is published at once but does not sign yet.
-	if err := k.Replace([]Key{first, second}); err != nil {
+	if err := k.Replace([]keyring.SigningKey{first, second}); err != nil {
 		t.Fatal(err)
 	}
 	jwks2 := k.JWKS()
@@ -244,7 +251,7 @@ func TestRotationThroughTheJWKS(t *testing.T) {
 	}
 
 	// Retirement: the old key leaves the JWKS and PublicKey.
-	if err := k.Replace([]Key{second}); err != nil {
+	if err := k.Replace([]keyring.SigningKey{second}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := verifyWithJWKS(t, k.JWKS(), tok3); err != nil {
@@ -269,7 +276,7 @@ func TestEmptyKeyring(t *testing.T) {
 		if k.CurrentKID() != "" || k.PublicKey("x") != nil || len(k.KIDs()) != 0 {
 			t.Errorf("%s: holds keys", name)
 		}
-		if err := k.Replace([]Key{fixtureKey(t, 0, t0)}); err != nil {
+		if err := k.Replace([]keyring.SigningKey{fixtureKey(t, 0, t0)}); err != nil {
 			t.Fatal(err)
 		}
 		if !k.Ready() {
@@ -282,7 +289,7 @@ func TestReplaceRefusesBadKeys(t *testing.T) {
 	a := fixtureKey(t, 0, t0)
 	b := fixtureKey(t, 1, t0)
 	k := mustKeyring(t, a)
-	for name, set := range map[string][]Key{
+	for name, set := range map[string][]keyring.SigningKey{
 		"empty":          nil,
 		"duplicate":      {a, a},
 		"weak":           {weakKey(t)},
@@ -326,9 +333,9 @@ func TestKeyringConcurrentUse(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			set := []Key{a, b}
+			set := []keyring.SigningKey{a, b}
 			if i%2 == 1 {
-				set = []Key{a}
+				set = []keyring.SigningKey{a}
 			}
 			for range 10 {
 				if err := k.Replace(set); err != nil {
@@ -338,4 +345,36 @@ func TestKeyringConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestAttach: the keyring follows the platform signing keys of the service Secret (the
+// follower's rules are tested in internal/keyring).
+func TestAttach(t *testing.T) {
+	ctx := context.Background()
+	informers := &informertest.FakeInformers{}
+	var k Keyring
+	if _, err := k.Attach(ctx, informers, "ltiop-system", ltiv1.DefaultServiceSecretName); err != nil {
+		t.Fatal(err)
+	}
+	fake, err := informers.FakeInformerFor(ctx, &corev1.Secret{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fixtureKey(t, 0, t0)
+	data, err := keyring.Signing.Encode([]keyring.SigningKey{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Add(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ltiop-system", Name: ltiv1.DefaultServiceSecretName, ResourceVersion: "1"},
+		Type:       ltiv1.SecretTypeService,
+		Data:       map[string][]byte{ltiv1.SecretKeyPlatformKeys: data, ltiv1.SecretKeySealingKeyring: []byte("not ours")},
+	})
+	tok, err := k.Sign(TypeJWT, idTokenClaims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifyWithJWKS(t, k.JWKS(), tok); err != nil || k.CurrentKID() != key.ID {
+		t.Errorf("signed with %s (%v), want the Secret's key %s, published", k.CurrentKID(), err, key.ID)
+	}
 }

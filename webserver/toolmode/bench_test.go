@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
@@ -77,8 +78,8 @@ func newRig(b testing.TB) *rig {
 		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: pemBytes},
 	})
 
-	key, _ := sessions.NewKey(time.Now().Add(-time.Minute), 0)
-	ring, err := sessions.NewKeyring([]sessions.Key{key})
+	key, _ := keyring.Sealing.NewKey(time.Now().Add(-time.Minute), 0)
+	ring, err := sessions.NewKeyring([]keyring.SealingKey{key})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -154,14 +154,14 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	}
 	if g := grantFromClaims(record.PlatformUID, &record, claims); g.hasServices() {
 		if record.ServiceKey, err = t.serviceKey(g); err != nil {
-			t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+			t.fail(w, r, sessions.ErrSealingNotReady)
 			return
 		}
 	}
 	launch := encodeLaunch(record)
 	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, launch, ltikTTL)
 	if err != nil {
-		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+		t.fail(w, r, sessions.ErrSealingNotReady)
 		return
 	}
 	target := withLtik(destination, ltik)
@@ -178,7 +178,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	pending, _ := json.Marshal(pendingLaunch{Ltik: ltik, Destination: destination, Bind: st.Bind})
 	sealed, err := t.keyring.Seal(sessions.PurposePendingLaunch, pending, pendingTTL)
 	if err != nil {
-		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+		t.fail(w, r, sessions.ErrSealingNotReady)
 		return
 	}
 	t.renderStorageLaunch(w, st, sealed)

@@ -97,7 +97,7 @@ func (t *Tool) Login(w http.ResponseWriter, r *http.Request) {
 	payload, _ := json.Marshal(st)
 	state, err := t.keyring.Seal(sessions.PurposeState, payload, stateTTL)
 	if err != nil {
-		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "Sealing keys are not available yet; try again."))
+		t.fail(w, r, sessions.ErrSealingNotReady)
 		return
 	}
 

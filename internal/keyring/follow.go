@@ -1,4 +1,4 @@
-package sessions
+package keyring
 
 import (
 	"bytes"
@@ -11,36 +11,40 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 )
 
-// Attach makes the keyring follow the service Secret namespace/secretName through the
+// Follow makes r follow the keys of kind in the service Secret namespace/name through the
 // cache's Secret informer (the Secret is labelled as ltiop's, so the manager cache holds it).
-// Every add or update of that Secret replaces the keys; a Secret whose keyring does not
-// decode is logged and ignored, keeping the last good keys; a deletion changes nothing, so
-// tokens keep opening while the controller recreates the Secret.
+// Every add of that Secret, and every update that changes those keys, replaces the set
+// (prepared with prepare, as Replace does); keys that do not decode or are refused are
+// logged and ignored, keeping the last good set; a deletion changes nothing, so the keys stay
+// in use while the controller recreates the Secret. The logger is the one of ctx.
 //
 // Call it before the manager starts, so the informer is part of its initial sync; the
 // returned registration's HasSynced tells when the Secret (if it exists) has been read.
-func (k *Keyring) Attach(ctx context.Context, c cache.Cache, namespace, secretName string) (toolscache.ResourceEventHandlerRegistration, error) {
-	logger := log.FromContext(ctx).WithName("sessions").WithValues("secret", namespace+"/"+secretName)
-	return FollowServiceSecret(ctx, c, namespace, secretName, SecretKeyKeyring, logger, func(data []byte) error {
-		keys, err := DecodeKeyring(data)
+func (r *Ring[K, D]) Follow(ctx context.Context, c cache.Cache, namespace, name string, kind Kind[K],
+	prepare func(sorted []K) (D, error)) (toolscache.ResourceEventHandlerRegistration, error) {
+	logger := log.FromContext(ctx).WithValues("secret", namespace+"/"+name)
+	return followServiceSecret(ctx, c, namespace, name, kind.DataKey(), logger, func(data []byte) error {
+		keys, err := kind.Decode(data)
 		if err == nil {
-			err = k.Replace(keys)
+			err = r.Replace(keys, prepare)
 		}
 		if err != nil {
-			return fmt.Errorf("ignoring an unreadable sealing keyring; keeping the %d keys already loaded: %w", len(k.load().keys), err)
+			return fmt.Errorf("ignoring unreadable %s; keeping the %d keys already loaded: %w", kind, r.Load().Len(), err)
 		}
-		logger.Info("sealing keyring loaded", "kids", k.IDs())
+		logger.Info(kind.String()+" loaded", "kids", r.Load().IDs())
 		return nil
 	})
 }
 
-// FollowServiceSecret calls load with the data under dataKey of the service Secret
+// followServiceSecret calls load with the data under dataKey of the service Secret
 // namespace/name whenever the Secret is added or changes that data. A failing load is
 // logged and the data is tried again at its next change; a deletion changes nothing (the
 // controller recreates the Secret, and what was loaded stays in force until then).
-func FollowServiceSecret(ctx context.Context, c cache.Cache, namespace, name, dataKey string, logger logr.Logger,
+func followServiceSecret(ctx context.Context, c cache.Cache, namespace, name, dataKey string, logger logr.Logger,
 	load func(data []byte) error) (toolscache.ResourceEventHandlerRegistration, error) {
 	informer, err := c.GetInformer(ctx, &corev1.Secret{})
 	if err != nil {
@@ -55,8 +59,8 @@ func FollowServiceSecret(ctx context.Context, c cache.Cache, namespace, name, da
 		if !ok || secret.Namespace != namespace || secret.Name != name {
 			return
 		}
-		if secret.Type != SecretType {
-			logger.Error(nil, "ignoring the service Secret: wrong type", "type", secret.Type, "want", SecretType)
+		if secret.Type != ltiv1.SecretTypeService {
+			logger.Error(nil, "ignoring the service Secret: wrong type", "type", secret.Type, "want", ltiv1.SecretTypeService)
 			return
 		}
 		data := secret.Data[dataKey]

@@ -1,4 +1,4 @@
-package signing
+package keyring_test
 
 import (
 	"crypto/rsa"
@@ -7,13 +7,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ltiop/ltiop/internal/keyring"
+	"github.com/ltiop/ltiop/internal/keyring/keyringtest"
 	"github.com/ltiop/ltiop/internal/keys"
 )
 
-func TestEncodeDecodeKeys(t *testing.T) {
-	a := fixtureKey(t, 0, t0)
-	b := fixtureKey(t, 1, t0.Add(10*time.Minute))
-	data, err := EncodeKeys([]Key{b, a})
+// signingKey returns fixture RSA key i as a signing key that signs from notBefore, created
+// an hour before t0.
+func signingKey(tb testing.TB, i int, notBefore time.Time) keyring.SigningKey {
+	tb.Helper()
+	return keyringtest.SigningKey(tb, keyringtest.RSAKey(tb, i), notBefore, t0.Add(-time.Hour))
+}
+
+// weakSigningKey is the 1024-bit fixture as a signing key (jwx computes no thumbprint of so
+// weak a key: the kid is made up).
+func weakSigningKey(tb testing.TB) keyring.SigningKey {
+	tb.Helper()
+	return keyring.SigningKey{ID: "weak-key", Private: keyringtest.WeakRSAKey(tb), NotBefore: t0, Created: t0}
+}
+
+func TestEncodeDecodeSigningKeys(t *testing.T) {
+	a := signingKey(t, 0, t0)
+	b := signingKey(t, 1, t0.Add(10*time.Minute))
+	data, err := keyring.Signing.Encode([]keyring.SigningKey{b, a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +45,9 @@ func TestEncodeDecodeKeys(t *testing.T) {
 			t.Errorf("no %q in the encoded key", field)
 		}
 	}
+	if len(raw[0]) != 4 {
+		t.Errorf("the encoded key has %d members, want 4", len(raw[0]))
+	}
 	if pemKey, _ := raw[0]["privateKey"].(string); !strings.HasPrefix(pemKey, "-----BEGIN PRIVATE KEY-----\n") {
 		t.Errorf("privateKey is not a PKCS#8 PEM block")
 	}
@@ -36,40 +55,46 @@ func TestEncodeDecodeKeys(t *testing.T) {
 		t.Errorf("notBefore = %v", raw[1]["notBefore"])
 	}
 
-	got, err := DecodeKeys(data)
+	got, err := keyring.Signing.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 {
 		t.Fatalf("decoded %d keys", len(got))
 	}
-	for i, want := range []Key{a, b} {
+	for i, want := range []keyring.SigningKey{a, b} {
 		k := got[i]
 		if k.ID != want.ID || !k.Private.Equal(want.Private) || !k.NotBefore.Equal(want.NotBefore) || !k.Created.Equal(want.Created) {
 			t.Errorf("key %d = {%s %v %v}, want {%s %v %v}", i, k.ID, k.NotBefore, k.Created, want.ID, want.NotBefore, want.Created)
 		}
 	}
-	if _, err := NewKeyring(got); err != nil {
-		t.Errorf("decoded keys make no keyring: %v", err)
+	var ring keyring.Ring[keyring.SigningKey, struct{}]
+	if err := ring.Replace(got, nil); err != nil {
+		t.Errorf("decoded keys make no ring: %v", err)
 	}
 
 	// Encoding refuses what decoding would refuse.
-	for name, set := range map[string][]Key{
+	for name, set := range map[string][]keyring.SigningKey{
 		"empty":          nil,
 		"duplicate":      {a, a},
-		"weak":           {weakKey(t)},
+		"weak":           {weakSigningKey(t)},
 		"wrong kid":      {{ID: b.ID, Private: a.Private, NotBefore: t0}},
 		"no notBefore":   {{ID: a.ID, Private: a.Private}},
 		"no private key": {{ID: a.ID, NotBefore: t0}},
 	} {
-		if _, err := EncodeKeys(set); err == nil {
+		if _, err := keyring.Signing.Encode(set); err == nil {
 			t.Errorf("%s: encoded", name)
+		}
+		if name != "empty" {
+			if err := ring.Replace(set, nil); err == nil {
+				t.Errorf("%s: a ring took it", name)
+			}
 		}
 	}
 }
 
-func TestDecodeKeysRejects(t *testing.T) {
-	rsaKeys, weak := fixtures(t)
+func TestDecodeSigningKeysRejects(t *testing.T) {
+	weak := keyringtest.WeakRSAKey(t)
 	pemOf := func(priv *rsa.PrivateKey) string {
 		b, err := keys.EncodePrivateKey(priv)
 		if err != nil {
@@ -88,7 +113,7 @@ func TestDecodeKeysRejects(t *testing.T) {
 		pemJSON, _ := json.Marshal(pemKey)
 		return `{"kid":"` + kid + `","privateKey":` + string(pemJSON) + `,"notBefore":"` + notBefore + `","created":"2026-03-01T12:00:00Z"}`
 	}
-	good, goodKID := pemOf(rsaKeys[0]), kidOf(rsaKeys[0])
+	good, goodKID := pemOf(keyringtest.RSAKey(t, 0)), kidOf(keyringtest.RSAKey(t, 0))
 	nb := "2026-03-01T12:00:00Z"
 	body := strings.Split(strings.TrimSpace(good), "\n")[3] // a line of key material
 	for name, data := range map[string]string{
@@ -102,7 +127,7 @@ func TestDecodeKeysRejects(t *testing.T) {
 		"broken PEM":      "[" + entry(goodKID, strings.Replace(good, body, body[:len(body)/2], 1), nb) + "]",
 		"public key":      "[" + entry(goodKID, "-----BEGIN PUBLIC KEY-----\n"+body+"\n-----END PUBLIC KEY-----\n", nb) + "]",
 		"weak key":        "[" + entry("weak-key", pemOf(weak), nb) + "]",
-		"kid mismatch":    "[" + entry(kidOf(rsaKeys[1]), good, nb) + "]",
+		"kid mismatch":    "[" + entry(kidOf(keyringtest.RSAKey(t, 1)), good, nb) + "]",
 		"no kid":          "[" + entry("", good, nb) + "]",
 		"duplicate":       "[" + entry(goodKID, good, nb) + "," + entry(goodKID, good, nb) + "]",
 		"bad notBefore":   "[" + entry(goodKID, good, "yesterday") + "]",
@@ -111,7 +136,7 @@ func TestDecodeKeysRejects(t *testing.T) {
 		"one bad of two":  "[" + entry(goodKID, good, nb) + "," + entry("weak-key", pemOf(weak), nb) + "]",
 		"missing private": `[{"kid":"` + goodKID + `","notBefore":"` + nb + `"}]`,
 	} {
-		_, err := DecodeKeys([]byte(data))
+		_, err := keyring.Signing.Decode([]byte(data))
 		if err == nil {
 			t.Errorf("%s: decoded", name)
 			continue
@@ -123,21 +148,21 @@ func TestDecodeKeysRejects(t *testing.T) {
 
 	// A key without notBefore, spelled out.
 	pemJSON, _ := json.Marshal(good)
-	if _, err := DecodeKeys([]byte(`[{"kid":"` + goodKID + `","privateKey":` + string(pemJSON) + `}]`)); err == nil {
+	if _, err := keyring.Signing.Decode([]byte(`[{"kid":"` + goodKID + `","privateKey":` + string(pemJSON) + `}]`)); err == nil {
 		t.Error("decoded a key without notBefore")
 	}
 }
 
-func TestNewKey(t *testing.T) {
+func TestNewSigningKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates RSA keys")
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 700_000_000, time.FixedZone("X", 3600))
-	a, err := NewKey(now, 10*time.Minute)
+	a, err := keyring.Signing.NewKey(now, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewKey(now, 0)
+	b, err := keyring.Signing.NewKey(now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,26 +178,7 @@ func TestNewKey(t *testing.T) {
 	if !a.Created.Equal(time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)) || !b.NotBefore.Equal(b.Created) {
 		t.Errorf("Created = %v, %v; NotBefore without delay = %v", a.Created, b.Created, b.NotBefore)
 	}
-	if err := validateKey(a); err != nil {
+	if err := a.Validate(); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestSortKeys(t *testing.T) {
-	a := fixtureKey(t, 0, t0)
-	b := fixtureKey(t, 1, t0)
-	c := fixtureKey(t, 2, t0.Add(-time.Minute))
-	b.Created = a.Created.Add(time.Second) // same NotBefore: the later Created signs
-	set := []Key{b, a, c}
-	SortKeys(set)
-	if set[0].ID != c.ID || set[1].ID != a.ID || set[2].ID != b.ID {
-		t.Errorf("order %s %s %s, want %s %s %s", set[0].ID, set[1].ID, set[2].ID, c.ID, a.ID, b.ID)
-	}
-	// Everything equal but the ID: by ID.
-	a.Created, b.Created = t0, t0
-	set = []Key{a, b}
-	SortKeys(set)
-	if set[0].ID > set[1].ID {
-		t.Errorf("same times: not ordered by ID")
 	}
 }
