@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/urls"
 )
 
@@ -112,7 +113,7 @@ func Default() Config {
 		MaxBodyBytes:       1 << 20,
 		KeyWait:            Duration{10 * time.Second},
 		ClockSkew:          Duration{time.Minute},
-		ServiceSecret:      "ltiop-service",
+		ServiceSecret:      ltiv1.DefaultServiceSecretName,
 		ToolName:           "ltiop",
 		CanvasPrivacyLevel: "public",
 		ShutdownTimeout:    Duration{15 * time.Second},
