@@ -191,4 +191,4 @@ func (k *Keyring) CurrentKID() string {
 }
 
 // KIDs returns the kids of the keys held, in signing order (the last active one signs).
-func (k *Keyring) KIDs() []string { return k.ring.Load().IDs() }
+func (k *Keyring) IDs() []string { return k.ring.Load().IDs() }

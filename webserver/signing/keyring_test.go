@@ -96,7 +96,7 @@ func TestSignPicksTheKeyByNotBefore(t *testing.T) {
 	cur := fixtureKey(t, 1, t0)
 	next := fixtureKey(t, 2, t0.Add(10*time.Minute))
 	k := mustKeyring(t, next, old, cur) // any order
-	if got := k.KIDs(); !slices.Equal(got, []string{old.ID, cur.ID, next.ID}) {
+	if got := k.IDs(); !slices.Equal(got, []string{old.ID, cur.ID, next.ID}) {
 		t.Fatalf("KIDs %v, want signing order", got)
 	}
 	for _, c := range []struct {
@@ -273,7 +273,7 @@ func TestEmptyKeyring(t *testing.T) {
 		if _, err := k.Sign(TypeJWT, idTokenClaims); err == nil {
 			t.Errorf("%s: signed", name)
 		}
-		if k.CurrentKID() != "" || k.PublicKey("x") != nil || len(k.KIDs()) != 0 {
+		if k.CurrentKID() != "" || k.PublicKey("x") != nil || len(k.IDs()) != 0 {
 			t.Errorf("%s: holds keys", name)
 		}
 		if err := k.Replace([]keyring.SigningKey{fixtureKey(t, 0, t0)}); err != nil {
@@ -306,7 +306,7 @@ func TestReplaceRefusesBadKeys(t *testing.T) {
 			}
 		}
 	}
-	if got := k.KIDs(); !slices.Equal(got, []string{a.ID}) {
+	if got := k.IDs(); !slices.Equal(got, []string{a.ID}) {
 		t.Errorf("a refused Replace changed the keys: %v", got)
 	}
 }
