@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -161,10 +160,6 @@ func (r *PlatformRegistrationReconciler) setOAuth2Condition(ctx context.Context,
 	meta.SetStatusCondition(&status.Conditions, cond)
 	return nil
 }
-
-// problem is why a registration is not Ready. Problems need a spec change to go away, so
-// they are reported once and not retried (no hot loop).
-type problem struct{ reason, message string }
 
 // KeySecretName is the name of the Secret holding a registration's key.
 func KeySecretName(registration string) string {
@@ -379,10 +374,4 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.ToolRegistration{}, IndexToolClientID, IndexByToolClientID)
-}
-
-// rateLimiter backs off failing reconciles from 1 s to 5 min, so an API server outage
-// or a persistent error does not become a hot loop.
-func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)
 }

@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -102,30 +100,6 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, nil
-}
-
-// setReadiness sets Ready, and Stalled when a problem needs a spec change, in the kstatus
-// vocabulary. Reconciling is never left behind: every check finishes within one reconcile.
-func setReadiness(conditions *[]metav1.Condition, generation int64, p *problem, readyMessage string) {
-	ready := metav1.Condition{Type: ltiv1.ConditionReady, ObservedGeneration: generation}
-	meta.RemoveStatusCondition(conditions, ltiv1.ConditionReconciling)
-	if p != nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
-		meta.SetStatusCondition(conditions, metav1.Condition{
-			Type: ltiv1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: generation,
-			Reason: p.reason, Message: p.message,
-		})
-	} else {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, ltiv1.ReasonReady, readyMessage
-		meta.RemoveStatusCondition(conditions, ltiv1.ConditionStalled)
-	}
-	meta.SetStatusCondition(conditions, ready)
-}
-
-// isReported says whether the Ready condition already tells p, so its event was sent.
-func isReported(conditions []metav1.Condition, p *problem) bool {
-	c := meta.FindStatusCondition(conditions, ltiv1.ConditionReady)
-	return c != nil && c.Reason == p.reason && c.Message == p.message
 }
 
 // checkToolSpec validates what the schema cannot: https outside dev mode, redirection URIs
