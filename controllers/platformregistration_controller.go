@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,8 +70,8 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 		return ctrl.Result{}, nil // the key Secret goes with it through its owner reference
 	}
 
-	status := reg.Status.DeepCopy()
-	status.ObservedGeneration = reg.Generation
+	next := reg.DeepCopy()
+	status := &next.Status
 	status.LoginURL = r.PublicURL + paths.Login
 	status.LaunchURL = r.PublicURL + paths.Launch
 	status.JWKSURL = r.PublicURL + paths.Keys
@@ -93,20 +92,11 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if !reg.Spec.IsActive() {
 		readyMessage = "The registration is ready but inactive: launches are refused until it is activated."
 	}
-	setReadiness(&status.Conditions, reg.Generation, problem, readyMessage)
+	news := setReadiness(&status.ObservedGeneration, &status.Conditions, reg.Generation, problem, readyMessage)
 	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	if equality.Semantic.DeepEqual(&reg.Status, status) {
-		return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil // nothing changed: skip the write
-	}
-	if problem != nil && !isReported(reg.Status.Conditions, problem) {
-		r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, problem.reason, "Validate", "%s", problem.message)
-	}
-	patch := client.MergeFrom(reg.DeepCopy())
-	reg.Status = *status
-	if err := r.Status().Patch(ctx, reg, patch); err != nil {
+	if err := writeStatus(ctx, r.Client, r.Recorder, reg, next, news); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,8 +61,8 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, nil // nothing of ours to clean up
 	}
 
-	status := tool.Status.DeepCopy()
-	status.ObservedGeneration = tool.Generation
+	next := tool.DeepCopy()
+	status := &next.Status
 	status.Issuer = r.Issuer
 	if status.Issuer == "" {
 		status.Issuer = r.PublicURL
@@ -86,17 +84,8 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if !tool.Spec.IsActive() {
 		readyMessage = "The tool is ready but inactive: launches and access tokens are refused until it is activated."
 	}
-	setReadiness(&status.Conditions, tool.Generation, p, readyMessage)
-
-	if equality.Semantic.DeepEqual(&tool.Status, status) {
-		return ctrl.Result{}, nil // nothing changed: skip the write
-	}
-	if p != nil && !isReported(tool.Status.Conditions, p) {
-		r.Recorder.Eventf(tool, nil, corev1.EventTypeWarning, p.reason, "Validate", "%s", p.message)
-	}
-	patch := client.MergeFrom(tool.DeepCopy())
-	tool.Status = *status
-	if err := r.Status().Patch(ctx, tool, patch); err != nil {
+	news := setReadiness(&status.ObservedGeneration, &status.Conditions, tool.Generation, p, readyMessage)
+	if err := writeStatus(ctx, r.Client, r.Recorder, tool, next, news); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, nil
