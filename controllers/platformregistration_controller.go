@@ -23,9 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
@@ -34,11 +32,17 @@ import (
 	"github.com/ltiop/ltiop/internal/urls"
 )
 
-// IndexIssuerClient indexes PlatformRegistrations by IssuerClientKey(url, clientId).
+// IndexIssuerClient indexes PlatformRegistrations by their (url, clientId).
 const IndexIssuerClient = "spec.issuerClient"
 
-// IssuerClientKey is the identity of a registration: one issuer serves many customers.
-func IssuerClientKey(issuer, clientID string) string { return issuer + "\x00" + clientID }
+// platformElection keeps the older of two PlatformRegistrations with the same (url,
+// clientId): one issuer serves many customers, so the issuer alone is no identity.
+var platformElection = newElection[ltiv1.PlatformRegistrationList](IndexIssuerClient,
+	func(reg *ltiv1.PlatformRegistration) string { return string(reg.Spec.URL) + "\x00" + reg.Spec.ClientID },
+	func(older, reg *ltiv1.PlatformRegistration) string {
+		return fmt.Sprintf("PlatformRegistration %s already registers url %s with clientId %s; this newer one is not used.",
+			older.Name, reg.Spec.URL, reg.Spec.ClientID)
+	})
 
 // PlatformRegistrationReconciler keeps, for every PlatformRegistration, the tool key the
 // LMS trusts (in an owned Secret) and a status that says whether the registration is usable.
@@ -84,7 +88,7 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 		problem = r.checkSpec(reg)
 	}
 	if problem == nil {
-		if problem, err = r.checkDuplicate(ctx, reg); err != nil {
+		if problem, err = platformElection.check(ctx, r.Client, reg); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -301,31 +305,6 @@ func (r *PlatformRegistrationReconciler) checkSpec(reg *ltiv1.PlatformRegistrati
 	return nil
 }
 
-// checkDuplicate refuses the newer of two registrations with the same (url, clientId):
-// the older one keeps working, so adding a duplicate never breaks live launches.
-func (r *PlatformRegistrationReconciler) checkDuplicate(ctx context.Context, reg *ltiv1.PlatformRegistration) (*problem, error) {
-	var peers ltiv1.PlatformRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(reg.Namespace),
-		client.MatchingFields{IndexIssuerClient: IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}); err != nil {
-		return nil, err
-	}
-	for i := range peers.Items {
-		other := &peers.Items[i]
-		if other.UID != reg.UID && other.DeletionTimestamp.IsZero() && registration.Older(other.CreationTimestamp.Time, other.Name, reg.CreationTimestamp.Time, reg.Name) {
-			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
-				"PlatformRegistration %s already registers url %s with clientId %s; this newer one is not used.",
-				other.Name, reg.Spec.URL, reg.Spec.ClientID)}, nil
-		}
-	}
-	return nil, nil
-}
-
-// IndexByIssuerClient is the field index function of IndexIssuerClient.
-func IndexByIssuerClient(obj client.Object) []string {
-	reg := obj.(*ltiv1.PlatformRegistration)
-	return []string{IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}
-}
-
 // SetupWithManager registers the controller; the field index must be added by the caller
 // (see SetupIndexes) before the manager starts.
 func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -334,34 +313,17 @@ func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		Owns(&corev1.Secret{}).
 		// A registration's peers with the same (url, clientId) may change state when it
 		// appears, changes or goes away.
-		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(r.peers),
+		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(platformElection.enqueuePeers(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
 		Named("platformregistration").
 		Complete(r)
 }
 
-func (r *PlatformRegistrationReconciler) peers(ctx context.Context, obj client.Object) []reconcile.Request {
-	reg := obj.(*ltiv1.PlatformRegistration)
-	var peers ltiv1.PlatformRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(reg.Namespace),
-		client.MatchingFields{IndexIssuerClient: IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}); err != nil {
-		log.FromContext(ctx).Error(err, "listing registrations with the same url and clientId")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, p := range peers.Items {
-		if p.UID != reg.UID {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-		}
-	}
-	return reqs
-}
-
 // SetupIndexes adds the field indexes the controller and the web server read.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, IndexByIssuerClient); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, platformElection.indexValue); err != nil {
 		return err
 	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.ToolRegistration{}, IndexToolClientID, IndexByToolClientID)
+	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.ToolRegistration{}, IndexToolClientID, toolElection.indexValue)
 }

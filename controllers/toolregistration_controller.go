@@ -13,9 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
@@ -26,6 +24,14 @@ import (
 // IndexToolClientID indexes ToolRegistrations by their effective client id
 // (ToolRegistration.EffectiveClientID).
 const IndexToolClientID = "spec.effectiveClientId"
+
+// toolElection keeps the older of two ToolRegistrations with the same effective client id.
+var toolElection = newElection[ltiv1.ToolRegistrationList](IndexToolClientID,
+	(*ltiv1.ToolRegistration).EffectiveClientID,
+	func(older, tool *ltiv1.ToolRegistration) string {
+		return fmt.Sprintf("ToolRegistration %s already has client id %s; this newer one is not used.",
+			older.Name, tool.EffectiveClientID())
+	})
 
 // ToolRegistrationReconciler validates every ToolRegistration (platform mode) and publishes
 // in its status what the tool vendor must configure: issuer, client_id, deployment_id and
@@ -76,7 +82,7 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	p := r.checkToolSpec(tool)
 	if p == nil {
 		var err error
-		if p, err = r.checkDuplicateTool(ctx, tool); err != nil {
+		if p, err = toolElection.check(ctx, r.Client, tool); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -134,31 +140,6 @@ func isHTTP(raw string) bool {
 	return err == nil && u.Scheme == "http"
 }
 
-// checkDuplicateTool refuses the newer of two tools with the same effective client id: the
-// older one keeps working, so adding a duplicate never breaks live launches.
-func (r *ToolRegistrationReconciler) checkDuplicateTool(ctx context.Context, tool *ltiv1.ToolRegistration) (*problem, error) {
-	var peers ltiv1.ToolRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(tool.Namespace),
-		client.MatchingFields{IndexToolClientID: tool.EffectiveClientID()}); err != nil {
-		return nil, err
-	}
-	for i := range peers.Items {
-		other := &peers.Items[i]
-		if other.UID != tool.UID && other.DeletionTimestamp.IsZero() &&
-			registration.Older(other.CreationTimestamp.Time, other.Name, tool.CreationTimestamp.Time, tool.Name) {
-			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
-				"ToolRegistration %s already has client id %s; this newer one is not used.",
-				other.Name, tool.EffectiveClientID())}, nil
-		}
-	}
-	return nil, nil
-}
-
-// IndexByToolClientID is the field index function of IndexToolClientID.
-func IndexByToolClientID(obj client.Object) []string {
-	return []string{obj.(*ltiv1.ToolRegistration).EffectiveClientID()}
-}
-
 // SetupWithManager registers the controller; the field index must be added by the caller
 // (see SetupIndexes) before the manager starts.
 func (r *ToolRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -166,26 +147,9 @@ func (r *ToolRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&ltiv1.ToolRegistration{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A tool's peers with the same client id may change state when it appears, changes
 		// or goes away (an update maps both the old and the new object).
-		Watches(&ltiv1.ToolRegistration{}, handler.EnqueueRequestsFromMapFunc(r.toolPeers),
+		Watches(&ltiv1.ToolRegistration{}, handler.EnqueueRequestsFromMapFunc(toolElection.enqueuePeers(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
 		Named("toolregistration").
 		Complete(r)
-}
-
-func (r *ToolRegistrationReconciler) toolPeers(ctx context.Context, obj client.Object) []reconcile.Request {
-	tool := obj.(*ltiv1.ToolRegistration)
-	var peers ltiv1.ToolRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(tool.Namespace),
-		client.MatchingFields{IndexToolClientID: tool.EffectiveClientID()}); err != nil {
-		log.FromContext(ctx).Error(err, "listing tool registrations with the same client id")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, p := range peers.Items {
-		if p.UID != tool.UID {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-		}
-	}
-	return reqs
 }
