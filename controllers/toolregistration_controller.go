@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -39,11 +38,7 @@ var toolElection = newElection[ltiv1.ToolRegistrationList](IndexToolClientID,
 // key, and the platform's signing key lives in the service Secret.
 type ToolRegistrationReconciler struct {
 	client.Client
-	// APIReader reads from the API server directly. The reconciler does not need it today;
-	// it is kept for symmetry with the other reconcilers.
-	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  events.EventRecorder
+	Recorder events.EventRecorder
 	// PublicURL is the external base URL of the web server, used for the status URLs.
 	PublicURL string
 	// Issuer is the iss of the id_tokens the tools receive; empty means PublicURL.
