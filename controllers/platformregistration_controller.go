@@ -11,23 +11,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
@@ -36,11 +32,17 @@ import (
 	"github.com/ltiop/ltiop/internal/urls"
 )
 
-// IndexIssuerClient indexes PlatformRegistrations by IssuerClientKey(url, clientId).
+// IndexIssuerClient indexes PlatformRegistrations by their (url, clientId).
 const IndexIssuerClient = "spec.issuerClient"
 
-// IssuerClientKey is the identity of a registration: one issuer serves many customers.
-func IssuerClientKey(issuer, clientID string) string { return issuer + "\x00" + clientID }
+// platformElection keeps the older of two PlatformRegistrations with the same (url,
+// clientId): one issuer serves many customers, so the issuer alone is no identity.
+var platformElection = newElection[ltiv1.PlatformRegistrationList](IndexIssuerClient,
+	func(reg *ltiv1.PlatformRegistration) string { return string(reg.Spec.URL) + "\x00" + reg.Spec.ClientID },
+	func(older, reg *ltiv1.PlatformRegistration) string {
+		return fmt.Sprintf("PlatformRegistration %s already registers url %s with clientId %s; this newer one is not used.",
+			older.Name, reg.Spec.URL, reg.Spec.ClientID)
+	})
 
 // PlatformRegistrationReconciler keeps, for every PlatformRegistration, the tool key the
 // LMS trusts (in an owned Secret) and a status that says whether the registration is usable.
@@ -72,8 +74,8 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 		return ctrl.Result{}, nil // the key Secret goes with it through its owner reference
 	}
 
-	status := reg.Status.DeepCopy()
-	status.ObservedGeneration = reg.Generation
+	next := reg.DeepCopy()
+	status := &next.Status
 	status.LoginURL = r.PublicURL + paths.Login
 	status.LaunchURL = r.PublicURL + paths.Launch
 	status.JWKSURL = r.PublicURL + paths.Keys
@@ -86,7 +88,7 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 		problem = r.checkSpec(reg)
 	}
 	if problem == nil {
-		if problem, err = r.checkDuplicate(ctx, reg); err != nil {
+		if problem, err = platformElection.check(ctx, r.Client, reg); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -94,20 +96,11 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if !reg.Spec.IsActive() {
 		readyMessage = "The registration is ready but inactive: launches are refused until it is activated."
 	}
-	setReadiness(&status.Conditions, reg.Generation, problem, readyMessage)
+	news := setReadiness(&status.ObservedGeneration, &status.Conditions, reg.Generation, problem, readyMessage)
 	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	if equality.Semantic.DeepEqual(&reg.Status, status) {
-		return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil // nothing changed: skip the write
-	}
-	if problem != nil && !isReported(reg.Status.Conditions, problem) {
-		r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, problem.reason, "Validate", "%s", problem.message)
-	}
-	patch := client.MergeFrom(reg.DeepCopy())
-	reg.Status = *status
-	if err := r.Status().Patch(ctx, reg, patch); err != nil {
+	if err := writeStatus(ctx, r.Client, r.Recorder, reg, next, news); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil
@@ -161,10 +154,6 @@ func (r *PlatformRegistrationReconciler) setOAuth2Condition(ctx context.Context,
 	meta.SetStatusCondition(&status.Conditions, cond)
 	return nil
 }
-
-// problem is why a registration is not Ready. Problems need a spec change to go away, so
-// they are reported once and not retried (no hot loop).
-type problem struct{ reason, message string }
 
 // KeySecretName is the name of the Secret holding a registration's key.
 func KeySecretName(registration string) string {
@@ -316,31 +305,6 @@ func (r *PlatformRegistrationReconciler) checkSpec(reg *ltiv1.PlatformRegistrati
 	return nil
 }
 
-// checkDuplicate refuses the newer of two registrations with the same (url, clientId):
-// the older one keeps working, so adding a duplicate never breaks live launches.
-func (r *PlatformRegistrationReconciler) checkDuplicate(ctx context.Context, reg *ltiv1.PlatformRegistration) (*problem, error) {
-	var peers ltiv1.PlatformRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(reg.Namespace),
-		client.MatchingFields{IndexIssuerClient: IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}); err != nil {
-		return nil, err
-	}
-	for i := range peers.Items {
-		other := &peers.Items[i]
-		if other.UID != reg.UID && other.DeletionTimestamp.IsZero() && registration.Older(other.CreationTimestamp.Time, other.Name, reg.CreationTimestamp.Time, reg.Name) {
-			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
-				"PlatformRegistration %s already registers url %s with clientId %s; this newer one is not used.",
-				other.Name, reg.Spec.URL, reg.Spec.ClientID)}, nil
-		}
-	}
-	return nil, nil
-}
-
-// IndexByIssuerClient is the field index function of IndexIssuerClient.
-func IndexByIssuerClient(obj client.Object) []string {
-	reg := obj.(*ltiv1.PlatformRegistration)
-	return []string{IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}
-}
-
 // SetupWithManager registers the controller; the field index must be added by the caller
 // (see SetupIndexes) before the manager starts.
 func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -349,40 +313,17 @@ func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		Owns(&corev1.Secret{}).
 		// A registration's peers with the same (url, clientId) may change state when it
 		// appears, changes or goes away.
-		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(r.peers),
+		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(platformElection.enqueuePeers(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
 		Named("platformregistration").
 		Complete(r)
 }
 
-func (r *PlatformRegistrationReconciler) peers(ctx context.Context, obj client.Object) []reconcile.Request {
-	reg := obj.(*ltiv1.PlatformRegistration)
-	var peers ltiv1.PlatformRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(reg.Namespace),
-		client.MatchingFields{IndexIssuerClient: IssuerClientKey(string(reg.Spec.URL), reg.Spec.ClientID)}); err != nil {
-		log.FromContext(ctx).Error(err, "listing registrations with the same url and clientId")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, p := range peers.Items {
-		if p.UID != reg.UID {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-		}
-	}
-	return reqs
-}
-
 // SetupIndexes adds the field indexes the controller and the web server read.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, IndexByIssuerClient); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, platformElection.indexValue); err != nil {
 		return err
 	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.ToolRegistration{}, IndexToolClientID, IndexByToolClientID)
-}
-
-// rateLimiter backs off failing reconciles from 1 s to 5 min, so an API server outage
-// or a persistent error does not become a hot loop.
-func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)
+	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.ToolRegistration{}, IndexToolClientID, toolElection.indexValue)
 }

@@ -7,16 +7,12 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,18 +23,6 @@ import (
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/keys"
 )
-
-func namespaceObject(name string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-}
-
-var counter int
-
-// uniqueName keeps specs independent inside the one watched namespace.
-func uniqueName(prefix string) string {
-	counter++
-	return fmt.Sprintf("%s-%d-%d", prefix, GinkgoParallelProcess(), counter)
-}
 
 func canvasRegistration(name, clientID string) *ltiv1.PlatformRegistration {
 	return &ltiv1.PlatformRegistration{
@@ -54,63 +38,10 @@ func canvasRegistration(name, clientID string) *ltiv1.PlatformRegistration {
 	}
 }
 
-func get(reg *ltiv1.PlatformRegistration) *ltiv1.PlatformRegistration {
-	out := &ltiv1.PlatformRegistration{}
-	ExpectWithOffset(1, k8s.Get(context.Background(), client.ObjectKeyFromObject(reg), out)).To(Succeed())
-	return out
-}
-
-// readyCondition returns the Ready condition once it describes the current generation.
-func readyCondition(reg *ltiv1.PlatformRegistration) func() *metav1.Condition {
-	return func() *metav1.Condition {
-		cur := get(reg)
-		c := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionReady)
-		if c == nil || c.ObservedGeneration != cur.Generation || cur.Status.ObservedGeneration != cur.Generation {
-			return nil
-		}
-		return c
-	}
-}
-
-func haveReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
-	return And(Not(BeNil()), WithTransform(func(c *metav1.Condition) string { return string(c.Status) + "/" + c.Reason },
-		Equal(string(status)+"/"+reason)))
-}
-
 func keySecret(reg *ltiv1.PlatformRegistration) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
 	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: controllers.KeySecretName(reg.Name)}, s)
 	return s, err
-}
-
-func eventsFor(name, reason string) func() []eventsv1.Event {
-	return func() []eventsv1.Event {
-		var list eventsv1.EventList
-		Expect(k8s.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
-		var out []eventsv1.Event
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == reason {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
-}
-
-func rsaPublicPEM(bits int) string {
-	k, err := rsa.GenerateKey(rand.Reader, bits)
-	Expect(err).NotTo(HaveOccurred())
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	Expect(err).NotTo(HaveOccurred())
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-}
-
-func jwkJSON(raw any) string {
-	k, err := jwk.Import(raw)
-	Expect(err).NotTo(HaveOccurred())
-	b, err := json.Marshal(k)
-	Expect(err).NotTo(HaveOccurred())
-	return string(b)
 }
 
 var _ = Describe("PlatformRegistration controller", func() {
@@ -121,7 +52,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 
-		cur := get(reg)
+		cur := fresh(reg)
 		Expect(cur.Spec.Active).To(Equal(ptr.To(true)), "active defaults to true")
 		Expect(cur.Status.LoginURL).To(Equal(publicURL + "/lti/login"))
 		Expect(cur.Status.LaunchURL).To(Equal(publicURL + "/lti/launch"))
@@ -156,7 +87,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 		reg := canvasRegistration(uniqueName("idem"), uniqueName("client"))
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-		regVersion := get(reg).ResourceVersion
+		regVersion := fresh(reg).ResourceVersion
 		secret, err := keySecret(reg)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -164,7 +95,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 		patch := client.MergeFrom(secret.DeepCopy())
 		secret.Annotations = map[string]string{"touched": "yes"}
 		Expect(k8s.Patch(ctx, secret, patch)).To(Succeed())
-		Consistently(func() string { return get(reg).ResourceVersion }, 2*time.Second).Should(Equal(regVersion))
+		Consistently(func() string { return fresh(reg).ResourceVersion }, 2*time.Second).Should(Equal(regVersion))
 		after, err := keySecret(reg)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(after.Data).To(Equal(secret.Data), "a valid key is never replaced")
@@ -174,15 +105,15 @@ var _ = Describe("PlatformRegistration controller", func() {
 		reg := canvasRegistration(uniqueName("gen"), uniqueName("client"))
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-		kid := get(reg).Status.KID
+		kid := fresh(reg).Status.KID
 
-		cur := get(reg)
+		cur := fresh(reg)
 		cur.Spec.Active = ptr.To(false)
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
-		Eventually(func() int64 { return get(reg).Status.ObservedGeneration }).Should(Equal(int64(2)))
+		Eventually(func() int64 { return fresh(reg).Status.ObservedGeneration }).Should(Equal(int64(2)))
 		Eventually(readyCondition(reg)).Should(And(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady),
 			WithTransform(func(c *metav1.Condition) string { return c.Message }, ContainSubstring("inactive"))))
-		Expect(get(reg).Status.KID).To(Equal(kid))
+		Expect(fresh(reg).Status.KID).To(Equal(kid))
 	})
 
 	DescribeTable("refuses an unusable authConfig with Ready=False, Stalled=True and an event, without retrying",
@@ -191,7 +122,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 			reg.Spec.AuthConfig = ltiv1.AuthConfig{Method: method, Key: key()}
 			Expect(k8s.Create(ctx, reg)).To(Succeed())
 			Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonInvalidAuthConfig))
-			cur := get(reg)
+			cur := fresh(reg)
 			ready := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionReady)
 			Expect(ready.Message).To(ContainSubstring(want))
 			stalled := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionStalled)
@@ -201,7 +132,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 
 			// No hot loop: nothing is written again while the spec stays the same.
 			version := cur.ResourceVersion
-			Consistently(func() string { return get(reg).ResourceVersion }, 2*time.Second).Should(Equal(version))
+			Consistently(func() string { return fresh(reg).ResourceVersion }, 2*time.Second).Should(Equal(version))
 
 			// Fixing the spec makes it Ready.
 			cur.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodRSAKey, Key: rsaPublicPEM(2048)}
@@ -250,7 +181,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonInsecureURL))
 
-		cur := get(reg)
+		cur := fresh(reg)
 		cur.Spec.DevMode = true
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
@@ -288,7 +219,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 		Expect(k8s.Create(ctx, second)).To(Succeed())
 
 		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonDuplicateRegistration))
-		Expect(meta.FindStatusCondition(get(second).Status.Conditions, ltiv1.ConditionReady).Message).To(ContainSubstring(first.Name))
+		Expect(meta.FindStatusCondition(fresh(second).Status.Conditions, ltiv1.ConditionReady).Message).To(ContainSubstring(first.Name))
 		Consistently(readyCondition(first), time.Second).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 
 		// Same issuer, other client: not a duplicate (T-QUIRK-01: never key on iss alone).
@@ -305,12 +236,12 @@ var _ = Describe("PlatformRegistration controller", func() {
 		reg := canvasRegistration(uniqueName("lost"), uniqueName("client"))
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-		oldKID := get(reg).Status.KID
+		oldKID := fresh(reg).Status.KID
 		secret, err := keySecret(reg)
 		Expect(err).NotTo(HaveOccurred())
 
 		Expect(k8s.Delete(ctx, secret)).To(Succeed())
-		Eventually(func() string { return get(reg).Status.KID }).ShouldNot(Equal(oldKID))
+		Eventually(func() string { return fresh(reg).Status.KID }).ShouldNot(Equal(oldKID))
 		fresh, err := keySecret(reg)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fresh.UID).NotTo(Equal(secret.UID))
@@ -323,13 +254,13 @@ var _ = Describe("PlatformRegistration controller", func() {
 		reg := canvasRegistration(uniqueName("damaged"), uniqueName("client"))
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-		oldKID := get(reg).Status.KID
+		oldKID := fresh(reg).Status.KID
 		secret, err := keySecret(reg)
 		Expect(err).NotTo(HaveOccurred())
 		secret.Data[ltiv1.SecretKeyPrivateKey] = []byte("garbage")
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
 
-		Eventually(func() string { return get(reg).Status.KID }).ShouldNot(Equal(oldKID))
+		Eventually(func() string { return fresh(reg).Status.KID }).ShouldNot(Equal(oldKID))
 		fresh, err := keySecret(reg)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = keys.ParsePrivateKey(fresh.Data[ltiv1.SecretKeyPrivateKey])
@@ -381,14 +312,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 var _ = Describe("PlatformRegistration OAuth2 status", func() {
 	ctx := context.Background()
 	oauthCondition := func(reg *ltiv1.PlatformRegistration) func() *metav1.Condition {
-		return func() *metav1.Condition {
-			cur := get(reg)
-			c := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionOAuth2Ready)
-			if c == nil || c.ObservedGeneration != cur.Generation {
-				return nil
-			}
-			return c
-		}
+		return observedCondition(reg, ltiv1.ConditionOAuth2Ready)
 	}
 
 	It("says whether the OAuth2 broker can serve the registration, without touching Ready", func() {
@@ -404,7 +328,7 @@ var _ = Describe("PlatformRegistration OAuth2 status", func() {
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secretName},
 			StringData: map[string]string{"client_id": "170000000000001"},
 		})).To(Succeed())
-		cur := get(reg)
+		cur := fresh(reg)
 		cur.Spec.OAuth2.Scopes = []string{"url:GET|/api/v1/users/:user_id/profile"}
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
 		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonOAuth2SecretIncomplete))
@@ -413,12 +337,12 @@ var _ = Describe("PlatformRegistration OAuth2 status", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secretName}, secret)).To(Succeed())
 		secret.Data["client_secret"] = []byte("s3cr3t")
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
-		cur = get(reg)
+		cur = fresh(reg)
 		cur.Spec.OAuth2.Scopes = nil
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
 		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonOAuth2URLsRequired))
 
-		cur = get(reg)
+		cur = fresh(reg)
 		cur.Spec.OAuth2.AuthorizeURL = "https://school.instructure.com/login/oauth2/auth"
 		cur.Spec.OAuth2.TokenURL = "https://school.instructure.com/login/oauth2/token"
 		Expect(k8s.Update(ctx, cur)).To(Succeed())

@@ -6,20 +6,13 @@ import (
 	"net/url"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
@@ -31,17 +24,21 @@ import (
 // (ToolRegistration.EffectiveClientID).
 const IndexToolClientID = "spec.effectiveClientId"
 
+// toolElection keeps the older of two ToolRegistrations with the same effective client id.
+var toolElection = newElection[ltiv1.ToolRegistrationList](IndexToolClientID,
+	(*ltiv1.ToolRegistration).EffectiveClientID,
+	func(older, tool *ltiv1.ToolRegistration) string {
+		return fmt.Sprintf("ToolRegistration %s already has client id %s; this newer one is not used.",
+			older.Name, tool.EffectiveClientID())
+	})
+
 // ToolRegistrationReconciler validates every ToolRegistration (platform mode) and publishes
 // in its status what the tool vendor must configure: issuer, client_id, deployment_id and
 // the platform's endpoints. A ToolRegistration owns no Secret: its key is the tool's public
 // key, and the platform's signing key lives in the service Secret.
 type ToolRegistrationReconciler struct {
 	client.Client
-	// APIReader reads from the API server directly. The reconciler does not need it today;
-	// it is kept for symmetry with the other reconcilers.
-	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  events.EventRecorder
+	Recorder events.EventRecorder
 	// PublicURL is the external base URL of the web server, used for the status URLs.
 	PublicURL string
 	// Issuer is the iss of the id_tokens the tools receive; empty means PublicURL.
@@ -65,8 +62,8 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, nil // nothing of ours to clean up
 	}
 
-	status := tool.Status.DeepCopy()
-	status.ObservedGeneration = tool.Generation
+	next := tool.DeepCopy()
+	status := &next.Status
 	status.Issuer = r.Issuer
 	if status.Issuer == "" {
 		status.Issuer = r.PublicURL
@@ -80,7 +77,7 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	p := r.checkToolSpec(tool)
 	if p == nil {
 		var err error
-		if p, err = r.checkDuplicateTool(ctx, tool); err != nil {
+		if p, err = toolElection.check(ctx, r.Client, tool); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -88,44 +85,11 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if !tool.Spec.IsActive() {
 		readyMessage = "The tool is ready but inactive: launches and access tokens are refused until it is activated."
 	}
-	setReadiness(&status.Conditions, tool.Generation, p, readyMessage)
-
-	if equality.Semantic.DeepEqual(&tool.Status, status) {
-		return ctrl.Result{}, nil // nothing changed: skip the write
-	}
-	if p != nil && !isReported(tool.Status.Conditions, p) {
-		r.Recorder.Eventf(tool, nil, corev1.EventTypeWarning, p.reason, "Validate", "%s", p.message)
-	}
-	patch := client.MergeFrom(tool.DeepCopy())
-	tool.Status = *status
-	if err := r.Status().Patch(ctx, tool, patch); err != nil {
+	news := setReadiness(&status.ObservedGeneration, &status.Conditions, tool.Generation, p, readyMessage)
+	if err := writeStatus(ctx, r.Client, r.Recorder, tool, next, news); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, nil
-}
-
-// setReadiness sets Ready, and Stalled when a problem needs a spec change, in the kstatus
-// vocabulary. Reconciling is never left behind: every check finishes within one reconcile.
-func setReadiness(conditions *[]metav1.Condition, generation int64, p *problem, readyMessage string) {
-	ready := metav1.Condition{Type: ltiv1.ConditionReady, ObservedGeneration: generation}
-	meta.RemoveStatusCondition(conditions, ltiv1.ConditionReconciling)
-	if p != nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
-		meta.SetStatusCondition(conditions, metav1.Condition{
-			Type: ltiv1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: generation,
-			Reason: p.reason, Message: p.message,
-		})
-	} else {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, ltiv1.ReasonReady, readyMessage
-		meta.RemoveStatusCondition(conditions, ltiv1.ConditionStalled)
-	}
-	meta.SetStatusCondition(conditions, ready)
-}
-
-// isReported says whether the Ready condition already tells p, so its event was sent.
-func isReported(conditions []metav1.Condition, p *problem) bool {
-	c := meta.FindStatusCondition(conditions, ltiv1.ConditionReady)
-	return c != nil && c.Reason == p.reason && c.Message == p.message
 }
 
 // checkToolSpec validates what the schema cannot: https outside dev mode, redirection URIs
@@ -171,31 +135,6 @@ func isHTTP(raw string) bool {
 	return err == nil && u.Scheme == "http"
 }
 
-// checkDuplicateTool refuses the newer of two tools with the same effective client id: the
-// older one keeps working, so adding a duplicate never breaks live launches.
-func (r *ToolRegistrationReconciler) checkDuplicateTool(ctx context.Context, tool *ltiv1.ToolRegistration) (*problem, error) {
-	var peers ltiv1.ToolRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(tool.Namespace),
-		client.MatchingFields{IndexToolClientID: tool.EffectiveClientID()}); err != nil {
-		return nil, err
-	}
-	for i := range peers.Items {
-		other := &peers.Items[i]
-		if other.UID != tool.UID && other.DeletionTimestamp.IsZero() &&
-			registration.Older(other.CreationTimestamp.Time, other.Name, tool.CreationTimestamp.Time, tool.Name) {
-			return &problem{ltiv1.ReasonDuplicateRegistration, fmt.Sprintf(
-				"ToolRegistration %s already has client id %s; this newer one is not used.",
-				other.Name, tool.EffectiveClientID())}, nil
-		}
-	}
-	return nil, nil
-}
-
-// IndexByToolClientID is the field index function of IndexToolClientID.
-func IndexByToolClientID(obj client.Object) []string {
-	return []string{obj.(*ltiv1.ToolRegistration).EffectiveClientID()}
-}
-
 // SetupWithManager registers the controller; the field index must be added by the caller
 // (see SetupIndexes) before the manager starts.
 func (r *ToolRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -203,26 +142,9 @@ func (r *ToolRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&ltiv1.ToolRegistration{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A tool's peers with the same client id may change state when it appears, changes
 		// or goes away (an update maps both the old and the new object).
-		Watches(&ltiv1.ToolRegistration{}, handler.EnqueueRequestsFromMapFunc(r.toolPeers),
+		Watches(&ltiv1.ToolRegistration{}, handler.EnqueueRequestsFromMapFunc(toolElection.enqueuePeers(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
 		Named("toolregistration").
 		Complete(r)
-}
-
-func (r *ToolRegistrationReconciler) toolPeers(ctx context.Context, obj client.Object) []reconcile.Request {
-	tool := obj.(*ltiv1.ToolRegistration)
-	var peers ltiv1.ToolRegistrationList
-	if err := r.List(ctx, &peers, client.InNamespace(tool.Namespace),
-		client.MatchingFields{IndexToolClientID: tool.EffectiveClientID()}); err != nil {
-		log.FromContext(ctx).Error(err, "listing tool registrations with the same client id")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, p := range peers.Items {
-		if p.UID != tool.UID {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-		}
-	}
-	return reqs
 }

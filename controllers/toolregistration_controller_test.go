@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -38,37 +37,15 @@ func exampleTool(name string) *ltiv1.ToolRegistration {
 	}
 }
 
-func getTool(tool *ltiv1.ToolRegistration) *ltiv1.ToolRegistration {
-	out := &ltiv1.ToolRegistration{}
-	ExpectWithOffset(1, k8s.Get(context.Background(), client.ObjectKeyFromObject(tool), out)).To(Succeed())
-	return out
-}
-
-// toolReady returns the Ready condition once it describes the current generation.
-func toolReady(tool *ltiv1.ToolRegistration) func() *metav1.Condition {
-	return func() *metav1.Condition {
-		cur := getTool(tool)
-		c := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionReady)
-		if c == nil || c.ObservedGeneration != cur.Generation || cur.Status.ObservedGeneration != cur.Generation {
-			return nil
-		}
-		return c
-	}
-}
-
-func withMessage(want string) OmegaMatcher {
-	return WithTransform(func(c *metav1.Condition) string { return c.Message }, ContainSubstring(want))
-}
-
 var _ = Describe("ToolRegistration controller", func() {
 	ctx := context.Background()
 
 	It("publishes the platform's endpoints and uses the UID as client id when none is given", func() {
 		tool := exampleTool(uniqueName("tool"))
 		Expect(k8s.Create(ctx, tool)).To(Succeed())
-		Eventually(toolReady(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 
-		cur := getTool(tool)
+		cur := fresh(tool)
 		Expect(cur.Spec.Active).To(Equal(ptr.To(true)), "active defaults to true")
 		Expect(cur.Spec.DeploymentID).To(Equal("1"), "deploymentId defaults to 1")
 		Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
@@ -83,7 +60,7 @@ var _ = Describe("ToolRegistration controller", func() {
 
 		// Idempotent: once Ready, nothing is rewritten.
 		version := cur.ResourceVersion
-		Consistently(func() string { return getTool(tool).ResourceVersion }, time.Second).Should(Equal(version))
+		Consistently(func() string { return fresh(tool).ResourceVersion }, time.Second).Should(Equal(version))
 	})
 
 	It("uses an explicit clientId and deploymentId, and keeps an inactive tool Ready", func() {
@@ -91,15 +68,15 @@ var _ = Describe("ToolRegistration controller", func() {
 		tool.Spec.ClientID = uniqueName("client")
 		tool.Spec.DeploymentID = "deployment-7"
 		Expect(k8s.Create(ctx, tool)).To(Succeed())
-		Eventually(toolReady(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-		cur := getTool(tool)
+		Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		cur := fresh(tool)
 		Expect(cur.Status.ClientID).To(Equal(tool.Spec.ClientID))
 		Expect(cur.Status.DeploymentID).To(Equal("deployment-7"))
 
 		cur.Spec.Active = ptr.To(false)
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
-		Eventually(toolReady(tool)).Should(And(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady), withMessage("inactive")))
-		Expect(getTool(tool).Status.ObservedGeneration).To(Equal(int64(2)))
+		Eventually(readyCondition(tool)).Should(And(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady), withMessage("inactive")))
+		Expect(fresh(tool).Status.ObservedGeneration).To(Equal(int64(2)))
 	})
 
 	DescribeTable("refuses a plain http URL outside dev mode, naming the field, until it is fixed",
@@ -107,9 +84,9 @@ var _ = Describe("ToolRegistration controller", func() {
 			tool := exampleTool(uniqueName("http"))
 			mutate(tool)
 			Expect(k8s.Create(ctx, tool)).To(Succeed())
-			Eventually(toolReady(tool)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonInsecureURL),
+			Eventually(readyCondition(tool)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonInsecureURL),
 				withMessage("spec."+field+":"), withMessage("must use https")))
-			cur := getTool(tool)
+			cur := fresh(tool)
 			stalled := meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionStalled)
 			Expect(stalled).NotTo(BeNil())
 			Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
@@ -119,12 +96,12 @@ var _ = Describe("ToolRegistration controller", func() {
 
 			// No hot loop: nothing is written again while the spec stays the same.
 			version := cur.ResourceVersion
-			Consistently(func() string { return getTool(tool).ResourceVersion }, 2*time.Second).Should(Equal(version))
+			Consistently(func() string { return fresh(tool).ResourceVersion }, 2*time.Second).Should(Equal(version))
 
 			fix(cur)
 			Expect(k8s.Update(ctx, cur)).To(Succeed())
-			Eventually(toolReady(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-			fixed := getTool(tool)
+			Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+			fixed := fresh(tool)
 			Expect(fixed.Status.ObservedGeneration).To(Equal(int64(2)))
 			Expect(meta.FindStatusCondition(fixed.Status.Conditions, ltiv1.ConditionStalled)).To(BeNil())
 		},
@@ -149,14 +126,14 @@ var _ = Describe("ToolRegistration controller", func() {
 		tool := exampleTool(uniqueName("fragment"))
 		tool.Spec.RedirectionURIs = append(tool.Spec.RedirectionURIs, "https://tool.example/lti/launch#top")
 		Expect(k8s.Create(ctx, tool)).To(Succeed())
-		Eventually(toolReady(tool)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonInvalidRedirectionURI),
+		Eventually(readyCondition(tool)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonInvalidRedirectionURI),
 			withMessage("spec.redirectionUris[2]"), withMessage("fragment")))
 		Eventually(eventsFor(tool.Name, ltiv1.ReasonInvalidRedirectionURI)).Should(HaveLen(1))
 
-		cur := getTool(tool)
+		cur := fresh(tool)
 		cur.Spec.RedirectionURIs = cur.Spec.RedirectionURIs[:2]
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
-		Eventually(toolReady(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
 	DescribeTable("refuses a tool key that is not an RSA public key of 2048 bits or more",
@@ -164,14 +141,14 @@ var _ = Describe("ToolRegistration controller", func() {
 			tool := exampleTool(uniqueName("badkey"))
 			tool.Spec.AuthConfig = ltiv1.AuthConfig{Method: method, Key: key()}
 			Expect(k8s.Create(ctx, tool)).To(Succeed())
-			Eventually(toolReady(tool)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonInvalidAuthConfig),
+			Eventually(readyCondition(tool)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonInvalidAuthConfig),
 				withMessage("spec.authConfig"), withMessage(want)))
 			Eventually(eventsFor(tool.Name, ltiv1.ReasonInvalidAuthConfig)).Should(HaveLen(1))
 
-			cur := getTool(tool)
+			cur := fresh(tool)
 			cur.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodRSAKey, Key: rsaPublicPEM(2048)}
 			Expect(k8s.Update(ctx, cur)).To(Succeed())
-			Eventually(toolReady(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+			Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 		},
 		Entry("RSA_KEY that is not PEM data", ltiv1.AuthMethodRSAKey,
 			func() string { return "-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----\n" }, "RSA_KEY is not a PEM RSA public key"),
@@ -196,7 +173,7 @@ var _ = Describe("ToolRegistration controller", func() {
 		tool := exampleTool(uniqueName("jwk"))
 		tool.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: jwkJSON(&k.PublicKey)}
 		Expect(k8s.Create(ctx, tool)).To(Succeed())
-		Eventually(toolReady(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
 	It("accepts the sample in config/samples", func() {
@@ -206,7 +183,7 @@ var _ = Describe("ToolRegistration controller", func() {
 		Expect(yaml.UnmarshalStrict(data, tool)).To(Succeed())
 		tool.Namespace, tool.Name = namespace, uniqueName(tool.Name)
 		Expect(k8s.Create(ctx, tool)).To(Succeed())
-		Eventually(toolReady(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
 	DescribeTable("the schema refuses malformed tools before they are stored",
@@ -234,40 +211,40 @@ var _ = Describe("ToolRegistration controller", func() {
 		first := exampleTool(uniqueName("first"))
 		first.Spec.ClientID = clientID
 		Expect(k8s.Create(ctx, first)).To(Succeed())
-		Eventually(toolReady(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 		time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
 		second := exampleTool(uniqueName("second"))
 		second.Spec.ClientID = clientID
 		Expect(k8s.Create(ctx, second)).To(Succeed())
 
-		Eventually(toolReady(second)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonDuplicateRegistration),
+		Eventually(readyCondition(second)).Should(And(haveReason(metav1.ConditionFalse, ltiv1.ReasonDuplicateRegistration),
 			withMessage(first.Name), withMessage(clientID)))
 		Eventually(eventsFor(second.Name, ltiv1.ReasonDuplicateRegistration)).Should(HaveLen(1))
-		Consistently(toolReady(first), time.Second).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Consistently(readyCondition(first), time.Second).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 
 		// When the older one goes, the newer one takes over.
 		Expect(k8s.Delete(ctx, first)).To(Succeed())
-		Eventually(toolReady(second)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
 	It("compares effective client ids, and re-checks a duplicate when its peer changes", func() {
 		first := exampleTool(uniqueName("generated"))
 		Expect(k8s.Create(ctx, first)).To(Succeed())
-		Eventually(toolReady(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 		time.Sleep(1100 * time.Millisecond)
 
 		// A clientId equal to the older tool's generated one is a duplicate too.
 		second := exampleTool(uniqueName("copycat"))
-		second.Spec.ClientID = string(getTool(first).UID)
+		second.Spec.ClientID = string(fresh(first).UID)
 		Expect(k8s.Create(ctx, second)).To(Succeed())
-		Eventually(toolReady(second)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonDuplicateRegistration))
+		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonDuplicateRegistration))
 
 		// The older one moves to another client id: the newer one is freed without being touched.
-		cur := getTool(first)
+		cur := fresh(first)
 		cur.Spec.ClientID = uniqueName("moved")
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
-		Eventually(toolReady(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-		Eventually(toolReady(second)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
-		Expect(getTool(second).Generation).To(Equal(int64(1)))
+		Eventually(readyCondition(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Expect(fresh(second).Generation).To(Equal(int64(1)))
 	})
 })

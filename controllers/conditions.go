@@ -1,0 +1,71 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+)
+
+// problem is why a registration is not Ready. Problems need a spec change to go away, so
+// they are reported once and not retried (no hot loop).
+type problem struct{ reason, message string }
+
+// setReadiness sets the status every kind shares: observedGeneration, and Ready plus Stalled
+// when a problem needs a spec change, in the kstatus vocabulary. Reconciling is never left
+// behind: every check finishes within one reconcile. It returns p when the Ready condition
+// did not tell it yet, so writeStatus reports it once.
+func setReadiness(observedGeneration *int64, conditions *[]metav1.Condition, generation int64, p *problem, readyMessage string) (news *problem) {
+	if p != nil && !isReported(*conditions, p) {
+		news = p
+	}
+	*observedGeneration = generation
+	ready := metav1.Condition{Type: ltiv1.ConditionReady, ObservedGeneration: generation}
+	meta.RemoveStatusCondition(conditions, ltiv1.ConditionReconciling)
+	if p != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
+		meta.SetStatusCondition(conditions, metav1.Condition{
+			Type: ltiv1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: generation,
+			Reason: p.reason, Message: p.message,
+		})
+	} else {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, ltiv1.ReasonReady, readyMessage
+		meta.RemoveStatusCondition(conditions, ltiv1.ConditionStalled)
+	}
+	meta.SetStatusCondition(conditions, ready)
+	return news
+}
+
+// isReported says whether the Ready condition already tells p, so its event was sent.
+func isReported(conditions []metav1.Condition, p *problem) bool {
+	c := meta.FindStatusCondition(conditions, ltiv1.ConditionReady)
+	return c != nil && c.Reason == p.reason && c.Message == p.message
+}
+
+// writeStatus is the one way registration status is written: next is reg, as read, with
+// the new status. An unchanged status is not written, so a standing problem makes no hot
+// loop; news (from setReadiness) becomes one Warning event; then the status is patched.
+func writeStatus[O client.Object](ctx context.Context, c client.StatusClient, rec events.EventRecorder, reg, next O, news *problem) error {
+	if equality.Semantic.DeepEqual(reg, next) {
+		return nil
+	}
+	if news != nil {
+		rec.Eventf(reg, nil, corev1.EventTypeWarning, news.reason, "Validate", "%s", news.message)
+	}
+	return c.Status().Patch(ctx, next, client.MergeFrom(reg))
+}
+
+// rateLimiter backs off failing reconciles from 1 s to 5 min, so an API server outage
+// or a persistent error does not become a hot loop.
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)
+}

@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/registration"
+)
+
+// election decides, among the registrations of one kind that share an identity (the same
+// (url, clientId) for platforms, the same client id for tools), which one is used: the
+// oldest, so adding a duplicate never breaks live launches. O is the kind, L its list.
+type election[L any, PL interface {
+	*L
+	client.ObjectList
+}, O client.Object] struct {
+	// index is the name of the field index that maps registrations to their identity.
+	index    string
+	identity func(O) string
+	// duplicate is the message of the newer registration that older already holds.
+	duplicate func(older, newer O) string
+}
+
+// newElection spells out only the list type; the kind follows from identity.
+func newElection[L any, PL interface {
+	*L
+	client.ObjectList
+}, O client.Object](index string, identity func(O) string, duplicate func(older, newer O) string) election[L, PL, O] {
+	return election[L, PL, O]{index: index, identity: identity, duplicate: duplicate}
+}
+
+// indexValue is the field index function of e.index.
+func (e election[L, PL, O]) indexValue(obj client.Object) []string {
+	return []string{e.identity(obj.(O))}
+}
+
+// peers lists, from the cache's index, the other registrations with reg's identity.
+func (e election[L, PL, O]) peers(ctx context.Context, c client.Reader, reg O) ([]O, error) {
+	list := PL(new(L))
+	if err := c.List(ctx, list, client.InNamespace(reg.GetNamespace()),
+		client.MatchingFields{e.index: e.identity(reg)}); err != nil {
+		return nil, err
+	}
+	var peers []O
+	err := meta.EachListItem(list, func(item runtime.Object) error {
+		if p := item.(O); p.GetUID() != reg.GetUID() {
+			peers = append(peers, p)
+		}
+		return nil
+	})
+	return peers, err
+}
+
+// check returns a DuplicateRegistration problem when an older registration, not being
+// deleted, holds reg's identity.
+func (e election[L, PL, O]) check(ctx context.Context, c client.Reader, reg O) (*problem, error) {
+	peers, err := e.peers(ctx, c, reg)
+	if err != nil {
+		return nil, err
+	}
+	for _, other := range peers {
+		if other.GetDeletionTimestamp().IsZero() && registration.Older(
+			other.GetCreationTimestamp().Time, other.GetName(), reg.GetCreationTimestamp().Time, reg.GetName()) {
+			return &problem{ltiv1.ReasonDuplicateRegistration, e.duplicate(other, reg)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// enqueuePeers maps a registration to its peers: they may win or lose the election when it
+// appears, changes or goes away (an update maps both the old and the new object).
+func (e election[L, PL, O]) enqueuePeers(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		peers, err := e.peers(ctx, c, obj.(O))
+		if err != nil {
+			log.FromContext(ctx).Error(err, "listing the registrations that share an identity", "index", e.index)
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, p := range peers {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+		}
+		return reqs
+	}
+}
