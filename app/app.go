@@ -92,8 +92,6 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 	}
 	if err := (&controllers.ToolRegistrationReconciler{
 		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorder("ltiop"),
 		PublicURL: cfg.PublicURL,
 		Issuer:    cfg.Platform().Issuer,
