@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/keyring"
-	"github.com/ltiop/ltiop/internal/keyring/keyringtest"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 // ids is a prepare function: the set's Data is the ids it was prepared from.
@@ -24,9 +24,9 @@ func ids[K keyring.Key](sorted []K) ([]string, error) {
 // sealingKeys returns three sealing keys that come into use at t0-48h, t0 and t0+10m.
 func sealingKeys(t *testing.T) [3]keyring.SealingKey {
 	return [3]keyring.SealingKey{
-		keyringtest.SealingKey(t, t0.Add(-48*time.Hour), 0),
-		keyringtest.SealingKey(t, t0, 0),
-		keyringtest.SealingKey(t, t0, 10*time.Minute),
+		testkeys.SealingKey(t, t0.Add(-48*time.Hour), 0),
+		testkeys.SealingKey(t, t0, 0),
+		testkeys.SealingKey(t, t0, 10*time.Minute),
 	}
 }
 
@@ -121,7 +121,7 @@ func TestEmptyRing(t *testing.T) {
 	if err := r.Replace(nil, ids[keyring.SealingKey]); err == nil {
 		t.Error("replaced with no keys")
 	}
-	k := keyringtest.SealingKey(t, t0, 0)
+	k := testkeys.SealingKey(t, t0, 0)
 	if err := r.Replace([]keyring.SealingKey{k}, ids[keyring.SealingKey]); err != nil || r.Load().Len() != 1 {
 		t.Fatalf("Replace on the zero Ring: %v", err)
 	}
@@ -131,8 +131,8 @@ func TestEmptyRing(t *testing.T) {
 }
 
 func TestReplaceRefusesBadSets(t *testing.T) {
-	a := keyringtest.SealingKey(t, t0, 0)
-	short := keyringtest.SealingKey(t, t0, 0)
+	a := testkeys.SealingKey(t, t0, 0)
+	short := testkeys.SealingKey(t, t0, 0)
 	short.Secret = short.Secret[:16]
 	var r keyring.Ring[keyring.SealingKey, []string]
 	if err := r.Replace([]keyring.SealingKey{a}, ids); err != nil {
@@ -162,7 +162,7 @@ func TestReplaceRefusesBadSets(t *testing.T) {
 }
 
 func TestReplaceKeepsItsOwnSlice(t *testing.T) {
-	a, b := keyringtest.SealingKey(t, t0, 0), keyringtest.SealingKey(t, t0, time.Minute)
+	a, b := testkeys.SealingKey(t, t0, 0), testkeys.SealingKey(t, t0, time.Minute)
 	keys := []keyring.SealingKey{b, a}
 	var r keyring.Ring[keyring.SealingKey, struct{}]
 	if err := r.Replace(keys, nil); err != nil {

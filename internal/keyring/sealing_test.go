@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/keyring"
-	"github.com/ltiop/ltiop/internal/keyring/keyringtest"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 // t0 is the fixed "now" of the tests.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func TestEncodeDecodeSealingKeys(t *testing.T) {
-	a := keyringtest.SealingKey(t, t0, 0)
-	b := keyringtest.SealingKey(t, t0, time.Minute)
+	a := testkeys.SealingKey(t, t0, 0)
+	b := testkeys.SealingKey(t, t0, time.Minute)
 	data, err := keyring.Sealing.Encode([]keyring.SealingKey{b, a})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestSealingKeyringFormat(t *testing.T) {
 }
 
 func TestDecodeSealingKeysRejects(t *testing.T) {
-	good := keyringtest.SealingKey(t, t0, 0)
+	good := testkeys.SealingKey(t, t0, 0)
 	secret := base64.StdEncoding.EncodeToString(good.Secret)
 	entry := func(id, secret, notBefore string) string {
 		return `{"id":"` + id + `","secret":"` + secret + `","notBefore":"` + notBefore + `","created":"2026-03-01T12:00:00Z"}`
@@ -124,8 +124,8 @@ func TestDecodeSealingKeysRejects(t *testing.T) {
 
 func TestNewSealingKey(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 700_000_000, time.FixedZone("X", 3600))
-	a := keyringtest.SealingKey(t, now, time.Minute)
-	b := keyringtest.SealingKey(t, now, time.Minute)
+	a := testkeys.SealingKey(t, now, time.Minute)
+	b := testkeys.SealingKey(t, now, time.Minute)
 	if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(a.ID) || a.ID == b.ID {
 		t.Errorf("ids %q, %q: want 16 distinct hex characters", a.ID, b.ID)
 	}
@@ -144,7 +144,7 @@ func TestNewSealingKey(t *testing.T) {
 }
 
 func TestSealingKeyValidate(t *testing.T) {
-	good := keyringtest.SealingKey(t, t0, 0)
+	good := testkeys.SealingKey(t, t0, 0)
 	for name, mutate := range map[string]func(*keyring.SealingKey){
 		"no id":        func(k *keyring.SealingKey) { k.ID = "" },
 		"long id":      func(k *keyring.SealingKey) { k.ID = strings.Repeat("a", 65) },

@@ -8,22 +8,22 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/keyring"
-	"github.com/ltiop/ltiop/internal/keyring/keyringtest"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 // signingKey returns fixture RSA key i as a signing key that signs from notBefore, created
 // an hour before t0.
 func signingKey(tb testing.TB, i int, notBefore time.Time) keyring.SigningKey {
 	tb.Helper()
-	return keyringtest.SigningKey(tb, keyringtest.RSAKey(tb, i), notBefore, t0.Add(-time.Hour))
+	return testkeys.SigningKey(tb, testkeys.RSAKey(tb, i), notBefore, t0.Add(-time.Hour))
 }
 
 // weakSigningKey is the 1024-bit fixture as a signing key (jwx computes no thumbprint of so
 // weak a key: the kid is made up).
 func weakSigningKey(tb testing.TB) keyring.SigningKey {
 	tb.Helper()
-	return keyring.SigningKey{ID: "weak-key", Private: keyringtest.WeakRSAKey(tb), NotBefore: t0, Created: t0}
+	return keyring.SigningKey{ID: "weak-key", Private: testkeys.WeakRSAKey(tb), NotBefore: t0, Created: t0}
 }
 
 func TestEncodeDecodeSigningKeys(t *testing.T) {
@@ -94,7 +94,7 @@ func TestEncodeDecodeSigningKeys(t *testing.T) {
 }
 
 func TestDecodeSigningKeysRejects(t *testing.T) {
-	weak := keyringtest.WeakRSAKey(t)
+	weak := testkeys.WeakRSAKey(t)
 	pemOf := func(priv *rsa.PrivateKey) string {
 		b, err := keys.EncodePrivateKey(priv)
 		if err != nil {
@@ -113,7 +113,7 @@ func TestDecodeSigningKeysRejects(t *testing.T) {
 		pemJSON, _ := json.Marshal(pemKey)
 		return `{"kid":"` + kid + `","privateKey":` + string(pemJSON) + `,"notBefore":"` + notBefore + `","created":"2026-03-01T12:00:00Z"}`
 	}
-	good, goodKID := pemOf(keyringtest.RSAKey(t, 0)), kidOf(keyringtest.RSAKey(t, 0))
+	good, goodKID := pemOf(testkeys.RSAKey(t, 0)), kidOf(testkeys.RSAKey(t, 0))
 	nb := "2026-03-01T12:00:00Z"
 	body := strings.Split(strings.TrimSpace(good), "\n")[3] // a line of key material
 	for name, data := range map[string]string{
@@ -127,7 +127,7 @@ func TestDecodeSigningKeysRejects(t *testing.T) {
 		"broken PEM":      "[" + entry(goodKID, strings.Replace(good, body, body[:len(body)/2], 1), nb) + "]",
 		"public key":      "[" + entry(goodKID, "-----BEGIN PUBLIC KEY-----\n"+body+"\n-----END PUBLIC KEY-----\n", nb) + "]",
 		"weak key":        "[" + entry("weak-key", pemOf(weak), nb) + "]",
-		"kid mismatch":    "[" + entry(kidOf(keyringtest.RSAKey(t, 1)), good, nb) + "]",
+		"kid mismatch":    "[" + entry(kidOf(testkeys.RSAKey(t, 1)), good, nb) + "]",
 		"no kid":          "[" + entry("", good, nb) + "]",
 		"duplicate":       "[" + entry(goodKID, good, nb) + "," + entry(goodKID, good, nb) + "]",
 		"bad notBefore":   "[" + entry(goodKID, good, "yesterday") + "]",

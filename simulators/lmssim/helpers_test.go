@@ -1,7 +1,6 @@
 package lmssim_test
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 const deploymentClaim = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
@@ -35,23 +35,8 @@ type testTool struct {
 	kid  string                     // the signing key
 }
 
-var (
-	keyOnce sync.Once
-	keyPool []*rsa.PrivateKey // generating RSA keys is slow: share a few
-)
-
-func testKey(t testing.TB, i int) *rsa.PrivateKey {
-	keyOnce.Do(func() {
-		for range 3 {
-			k, err := rsa.GenerateKey(rand.Reader, 2048)
-			if err != nil {
-				panic(err)
-			}
-			keyPool = append(keyPool, k)
-		}
-	})
-	return keyPool[i]
-}
+// testKey is shared fixture RSA key i (0 to 2).
+func testKey(t testing.TB, i int) *rsa.PrivateKey { return testkeys.RSAKey(t, i) }
 
 func newTestTool(t testing.TB) *testTool {
 	tt := &testTool{keys: map[string]*rsa.PrivateKey{"tool-1": testKey(t, 0)}, kid: "tool-1"}

@@ -1,7 +1,6 @@
 package toolsim_test
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 const (
@@ -34,24 +34,6 @@ const (
 	dlReturnPath = "/dl-return"
 	dlReturnQ    = "course=42&sesskey=abc"
 )
-
-var (
-	keyOnce sync.Once
-	keyPool []*rsa.PrivateKey // generating RSA keys is slow under -race: share a few
-)
-
-func testKey(i int) *rsa.PrivateKey {
-	keyOnce.Do(func() {
-		for range 3 {
-			k, err := rsa.GenerateKey(rand.Reader, 2048)
-			if err != nil {
-				panic(err)
-			}
-			keyPool = append(keyPool, k)
-		}
-	})
-	return keyPool[i]
-}
 
 // platform is a tiny LTI platform written for these tests: a JWKS, an OIDC authorization
 // endpoint answering with an auto-submitting id_token form, a token endpoint that checks
@@ -76,7 +58,7 @@ type dlPost struct {
 }
 
 func newPlatform(t testing.TB) *platform {
-	p := &platform{keys: map[string]*rsa.PrivateKey{"platform-1": testKey(0)}, kid: "platform-1"}
+	p := &platform{keys: map[string]*rsa.PrivateKey{"platform-1": testkeys.RSAKey(t, 0)}, kid: "platform-1"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /jwks", p.jwks)
 	mux.HandleFunc("/authorize", p.authorize)

@@ -21,6 +21,7 @@ import (
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 func TestLoginRedirectsToTheAuthorizationEndpoint(t *testing.T) {
@@ -165,7 +166,7 @@ func TestResourceLinkLaunch(t *testing.T) {
 
 func TestBadIDTokensAreRefused(t *testing.T) {
 	r := newRig(t)
-	other := testKey(1)
+	other := testkeys.RSAKey(t, 1)
 	now := time.Now()
 	for _, tc := range []struct {
 		name      string
@@ -342,7 +343,7 @@ func TestPlatformKeysAreCachedAndRefetched(t *testing.T) {
 		t.Errorf("%d JWKS fetches for two launches, want 1", n)
 	}
 	// A new key: the unknown kid makes the tool fetch once more (T-JWKS-02).
-	r.p.rotate("platform-2", testKey(2))
+	r.p.rotate("platform-2", testkeys.RSAKey(t, 2))
 	if res := r.launch(t, "user-1", toolsim.ResourceLinkRequest); res.Status != http.StatusOK {
 		t.Fatalf("after rotation: HTTP %d: %s", res.Status, res.Body)
 	}
@@ -565,7 +566,7 @@ func TestSignJWTReallySignsWithTheAlgAsked(t *testing.T) {
 		t.Errorf("PS256: %v", err)
 	}
 
-	forged, _ := r.tool.SignJWT(claims, toolsim.WithSigningKey(testKey(1)))
+	forged, _ := r.tool.SignJWT(claims, toolsim.WithSigningKey(testkeys.RSAKey(t, 1)))
 	if h := decodeHeader(t, forged); h["kid"] != r.tool.KID() || h["alg"] != "RS256" {
 		t.Errorf("header %v", h)
 	}
@@ -613,7 +614,7 @@ func TestRequestToken(t *testing.T) {
 	if err != nil || status != http.StatusBadRequest || tr.Error != "invalid_client" {
 		t.Errorf("without jti: HTTP %d, %v: %+v", status, err, tr)
 	}
-	tr, status, err = r.tool.RequestTokenWith(ctx, scopes, toolsim.WithSigningKey(testKey(1)))
+	tr, status, err = r.tool.RequestTokenWith(ctx, scopes, toolsim.WithSigningKey(testkeys.RSAKey(t, 1)))
 	if err != nil || status != http.StatusUnauthorized || tr.Error != "invalid_client" {
 		t.Errorf("bad signature: HTTP %d, %v: %+v", status, err, tr)
 	}

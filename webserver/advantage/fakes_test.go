@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/ltiop/ltiop/internal/version"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 const (
@@ -32,21 +32,9 @@ const (
 )
 
 var (
-	toolKey  *rsa.PrivateKey // the tool key the platform trusts
-	otherKey *rsa.PrivateKey // a key it does not
+	toolKey  = testkeys.MustRSAKey(0) // the tool key the platform trusts
+	otherKey = testkeys.MustRSAKey(1) // a key it does not
 )
-
-func TestMain(m *testing.M) {
-	var err error
-	if toolKey, err = rsa.GenerateKey(rand.Reader, 2048); err == nil {
-		otherKey, err = rsa.GenerateKey(rand.Reader, 2048)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "generate key:", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
 
 // fakeClock is a settable clock shared by a Client and the fakes.
 type fakeClock struct {

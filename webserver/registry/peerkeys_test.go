@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -19,16 +18,8 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
-
-func rsaKey(t *testing.T) *rsa.PrivateKey {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // jwkMap renders a public key as a JWK with the given extra members.
 func jwkMap(t *testing.T, pub any, members map[string]string) map[string]any {
@@ -80,7 +71,7 @@ func jwksPlatform(url string) *Platform {
 }
 
 func TestKeySetIsCachedAndUnknownKidRefetchedOnceRateLimited(t *testing.T) {
-	k1, k2 := rsaKey(t), rsaKey(t)
+	k1, k2 := testkeys.RSAKey(t, 0), testkeys.RSAKey(t, 1)
 	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1", "alg": "RS256", "use": "sig"}))
 	pk := NewPeerKeys(nil)
 	clock := time.Now()
@@ -133,7 +124,7 @@ func TestKeySetHonoursMaxAgeWithinBounds(t *testing.T) {
 }
 
 func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
-	k1 := rsaKey(t)
+	k1 := testkeys.RSAKey(t, 0)
 	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
 	lms.cacheControl.Store("max-age=60")
 	pk := NewPeerKeys(nil)
@@ -161,7 +152,7 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 
 // T-TOK-09: only RSA signing keys with alg RS256 (or none) and use sig (or none) are usable.
 func TestParseKeySetKeepsOnlyUsableSigningKeys(t *testing.T) {
-	good, weak := rsaKey(t), func() *rsa.PrivateKey { k, _ := rsa.GenerateKey(rand.Reader, 1024); return k }()
+	good, weak := testkeys.RSAKey(t, 0), testkeys.WeakRSAKey(t)
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	set := map[string]any{"keys": []map[string]any{
 		jwkMap(t, &good.PublicKey, map[string]string{"kid": "no-alg"}), // T-QUIRK-07: D2L omits alg
@@ -186,7 +177,7 @@ func TestParseKeySetKeepsOnlyUsableSigningKeys(t *testing.T) {
 }
 
 func TestStaticKeys(t *testing.T) {
-	k := rsaKey(t)
+	k := testkeys.RSAKey(t, 0)
 	publicPEM, err := keys.PublicKeyPEM(&k.PublicKey)
 	if err != nil {
 		t.Fatal(err)

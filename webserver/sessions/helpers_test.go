@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/keyring"
-	"github.com/ltiop/ltiop/internal/keyring/keyringtest"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 // canvasClaims is a compact 4 KB id_token claim set shaped like a Canvas resource link launch
@@ -25,7 +25,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func mustKey(tb testing.TB, now time.Time, delay time.Duration) keyring.SealingKey {
 	tb.Helper()
-	return keyringtest.SealingKey(tb, now, delay)
+	return testkeys.SealingKey(tb, now, delay)
 }
 
 // testKeyring holds one key active since an hour before t0, with the real clock.

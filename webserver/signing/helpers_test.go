@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/keyring"
-	"github.com/ltiop/ltiop/internal/keyring/keyringtest"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 // t0 is the fixed "now" of the tests.
@@ -15,14 +15,14 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // before t0.
 func fixtureKey(tb testing.TB, i int, notBefore time.Time) keyring.SigningKey {
 	tb.Helper()
-	return keyringtest.SigningKey(tb, keyringtest.RSAKey(tb, i), notBefore, t0.Add(-time.Hour))
+	return testkeys.SigningKey(tb, testkeys.RSAKey(tb, i), notBefore, t0.Add(-time.Hour))
 }
 
 // weakKey is the 1024-bit fixture as a signing key (jwx computes no thumbprint of so weak a key:
 // the kid is made up).
 func weakKey(tb testing.TB) keyring.SigningKey {
 	tb.Helper()
-	return keyring.SigningKey{ID: "weak-key", Private: keyringtest.WeakRSAKey(tb), NotBefore: t0, Created: t0}
+	return keyring.SigningKey{ID: "weak-key", Private: testkeys.WeakRSAKey(tb), NotBefore: t0, Created: t0}
 }
 
 func mustKeyring(tb testing.TB, ks ...keyring.SigningKey) *Keyring {

@@ -1,7 +1,7 @@
-// Package keyringtest makes keys for tests of the packages built on internal/keyring. RSA
-// key generation is slow (more so under -race), so signing keys come from a few RSA keys
-// generated once per test binary.
-package keyringtest
+// Package testkeys makes keys for tests: RSA keys, and the sealing and signing keys of the
+// keyrings. RSA key generation is slow (more so under -race), so every test binary shares a
+// few RSA keys generated once.
+package testkeys
 
 import (
 	"crypto/rand"
@@ -31,8 +31,7 @@ var (
 	fixtureWeak *rsa.PrivateKey    // 1024 bits
 )
 
-func fixtures(tb testing.TB) {
-	tb.Helper()
+func fixtures() error {
 	fixtureOnce.Do(func() {
 		for i := range fixtureRSA {
 			if fixtureRSA[i], fixtureErr = keys.Generate(); fixtureErr != nil {
@@ -41,23 +40,34 @@ func fixtures(tb testing.TB) {
 		}
 		fixtureWeak, fixtureErr = rsa.GenerateKey(rand.Reader, 1024)
 	})
-	if fixtureErr != nil {
-		tb.Fatalf("generating fixture keys: %v", fixtureErr)
-	}
+	return fixtureErr
 }
 
 // RSAKey returns fixture RSA-2048 key i, 0 to 2: the same key for the same i in one test
 // binary. Do not modify it.
 func RSAKey(tb testing.TB, i int) *rsa.PrivateKey {
 	tb.Helper()
-	fixtures(tb)
+	if err := fixtures(); err != nil {
+		tb.Fatalf("generating fixture keys: %v", err)
+	}
+	return fixtureRSA[i]
+}
+
+// MustRSAKey is RSAKey for package-level variables and TestMain, where there is no test to
+// fail: it panics instead.
+func MustRSAKey(i int) *rsa.PrivateKey {
+	if err := fixtures(); err != nil {
+		panic("generating fixture keys: " + err.Error())
+	}
 	return fixtureRSA[i]
 }
 
 // WeakRSAKey returns a fixture RSA key of 1024 bits, too weak to sign with.
 func WeakRSAKey(tb testing.TB) *rsa.PrivateKey {
 	tb.Helper()
-	fixtures(tb)
+	if err := fixtures(); err != nil {
+		tb.Fatalf("generating fixture keys: %v", err)
+	}
 	return fixtureWeak
 }
 
