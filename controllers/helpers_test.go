@@ -12,7 +12,6 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,10 +21,6 @@ import (
 )
 
 // Helpers the specs of both registration kinds share.
-
-func namespaceObject(name string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-}
 
 var counter int
 

@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -25,13 +23,11 @@ const (
 )
 
 var (
-	testEnv *envtest.Environment
+	env     *testenv.Env
 	restCfg *rest.Config
 	// k8s reads and writes straight through the API server (no cache), as a user would.
-	k8s     client.Client
-	mgr     ctrl.Manager
-	cancel  context.CancelFunc
-	stopped chan struct{}
+	k8s client.Client
+	mgr ctrl.Manager
 )
 
 func TestControllers(t *testing.T) {
@@ -44,12 +40,9 @@ func TestControllers(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	testEnv, restCfg, err = testenv.Start()
+	env, err = testenv.Start(app.Scheme(), namespace)
 	Expect(err).NotTo(HaveOccurred())
-
-	k8s, err = client.New(restCfg, client.Options{Scheme: app.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(k8s.Create(context.Background(), namespaceObject(namespace))).To(Succeed())
+	restCfg, k8s = env.Config, env.Client
 
 	// The production manager settings (cache restricted to the namespace and to labelled
 	// Secrets), with the controllers only.
@@ -57,23 +50,8 @@ var _ = BeforeSuite(func() {
 	cfg.Namespace, cfg.PublicURL, cfg.MetricsListen = namespace, publicURL, "0"
 	mgr, err = ctrl.NewManager(restCfg, app.ManagerOptions(&cfg))
 	Expect(err).NotTo(HaveOccurred())
-	var ctx context.Context
-	ctx, cancel = context.WithCancel(context.Background())
-	Expect(app.SetupControllers(ctx, mgr, &cfg)).To(Succeed())
-	stopped = make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
+	Expect(app.SetupControllers(env.Context(), mgr, &cfg)).To(Succeed())
+	env.Run(mgr.Start)
 })
 
-var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
-		<-stopped // the manager stops before the control plane does
-	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
-})
+var _ = AfterSuite(func() { Expect(env.Stop()).To(Succeed()) })

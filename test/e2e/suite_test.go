@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -31,32 +30,27 @@ const (
 )
 
 var (
-	testEnv *envtest.Environment
+	env     *testenv.Env
 	restCfg *rest.Config
 	k8s     client.Client // straight to the API server, no cache
 	ltiop   *app.App
 	baseURL string
-	cancel  context.CancelFunc
-	stopped chan struct{}
 )
 
 func TestWebServer(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(20 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "Web Server Suite")
+	RunSpecs(t, "Whole-app Suite")
 }
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	testEnv, restCfg, err = testenv.Start()
+	env, err = testenv.Start(app.Scheme(), namespace)
 	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.New(restCfg, client.Options{Scheme: app.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-
-	ctx := context.Background()
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+	restCfg, k8s = env.Config, env.Client
+	ctx := env.Context()
 	Expect(k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ltiop-api-key"},
 		StringData: map[string]string{"apiKey": apiKey},
@@ -70,31 +64,18 @@ var _ = BeforeSuite(func() {
 	cfg.LaunchURL, cfg.DeepLinkingURL = launchURL, deepLinkingURL
 	Expect(cfg.Validate()).To(Succeed())
 
-	var runCtx context.Context
-	runCtx, cancel = context.WithCancel(context.Background())
-	ltiop, err = app.New(runCtx, &cfg, restCfg)
+	ltiop, err = app.New(ctx, &cfg, restCfg)
 	Expect(err).NotTo(HaveOccurred())
-	stopped = make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(ltiop.Start(runCtx)).To(Succeed())
-	}()
-	addr, err := ltiop.Server.Addr(runCtx)
+	env.Run(ltiop.Start)
+	listening, cancel := context.WithTimeout(ctx, time.Minute) // not forever when Start fails
+	defer cancel()
+	addr, err := ltiop.Server.Addr(listening)
 	Expect(err).NotTo(HaveOccurred())
 	baseURL = "http://" + addr
 	Eventually(func() int { return call("GET", "/readyz", nil, nil).Status }).Should(Equal(200))
 })
 
-var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
-		<-stopped
-	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
-})
+var _ = AfterSuite(func() { Expect(env.Stop()).To(Succeed()) })
 
 // response is what a test needs of an HTTP answer.
 type response struct {
