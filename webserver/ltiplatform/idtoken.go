@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -437,4 +437,4 @@ func (p *MintParams) services(c *idTokenClaims, s *Services) *Error {
 }
 
 // okURL reports whether s is an absolute https URL (or http when allowed).
-func (p *MintParams) okURL(s string) bool { return config.CheckURL(s, p.AllowHTTP) == nil }
+func (p *MintParams) okURL(s string) bool { return urls.Check(s, p.AllowHTTP) == nil }
