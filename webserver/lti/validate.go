@@ -3,7 +3,6 @@ package lti
 import (
 	"bytes"
 	"context"
-	"crypto/rsa"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -98,15 +97,6 @@ func errTooLong(name, rule string) *Error {
 	return newError(400, CodeIdentifierTooLong, rule,
 		"The "+name+" claim exceeds "+strconv.Itoa(MaxIdentifierLength)+" characters.")
 }
-
-// ErrUnknownKey is what a KeyFunc returns (wrapped or not) when the platform's key
-// set, refetched if need be, has no key with the requested kid.
-var ErrUnknownKey = errors.New("lti: the platform has no key with this kid")
-
-// KeyFunc returns the platform's RSA public key for kid. It returns ErrUnknownKey
-// when the kid is not in the platform's key set; any other error means the key
-// set could not be obtained (an outage: 503, never 401 — T-JWKS-03).
-type KeyFunc func(ctx context.Context, kid string) (*rsa.PublicKey, error)
 
 // Header is the JOSE header of a compact JWS.
 type Header struct{ Alg, Kid, Typ string }

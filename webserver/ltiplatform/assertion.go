@@ -238,9 +238,9 @@ type Assertion struct {
 // (negative: none).
 //
 // Every failure is invalid_client (401), except 503 temporarily_unavailable when
-// key fails with anything but ErrUnknownKey, and 500 server_error when clientID,
+// key fails with anything but lti.ErrUnknownKey, and 500 server_error when clientID,
 // audiences or key is unusable. Replay of the jti (P-TOK-07) is the caller's.
-func VerifyClientAssertion(ctx context.Context, assertion, clientID string, audiences []string, key KeyFunc,
+func VerifyClientAssertion(ctx context.Context, assertion, clientID string, audiences []string, key lti.KeyFunc,
 	now time.Time, skew time.Duration) (*Assertion, *Error) {
 	if clientID == "" || key == nil || !slices.ContainsFunc(audiences, func(a string) bool { return a != "" }) {
 		return nil, newError(500, CodePlatformMisconfigured, OAuthServerError, "",

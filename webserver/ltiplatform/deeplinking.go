@@ -101,12 +101,12 @@ var toolJWTDeepLinking = toolJWTKind{
 // Statuses: 400 for a malformed JWT and for the LTI claims (deployment_id,
 // message_type, version, data, content_items), 401 for alg, key, signature, iss,
 // aud, azp, exp, nbf, iat and nonce, 503 (OAuth temporarily_unavailable) when
-// key fails with anything but ErrUnknownKey, 500 when req or key is unusable.
+// key fails with anything but lti.ErrUnknownKey, 500 when req or key is unusable.
 // The response is a browser form post, not an OAuth exchange: Error.OAuth is empty
 // except on the 503 and 500.
 //
 // On success the nonce has not been checked for replay (P-DLR-09): the caller does.
-func VerifyDeepLinkingResponse(ctx context.Context, token string, req DeepLinkingRequest, key KeyFunc,
+func VerifyDeepLinkingResponse(ctx context.Context, token string, req DeepLinkingRequest, key lti.KeyFunc,
 	now time.Time, skew time.Duration) (*DeepLinkingResponse, *Error) {
 	if req.Issuer == "" || req.ClientID == "" || req.DeploymentID == "" || key == nil {
 		return nil, newError(500, CodePlatformMisconfigured, OAuthServerError, "",

@@ -1,11 +1,5 @@
 package ltiplatform
 
-import (
-	"context"
-	"crypto/rsa"
-	"errors"
-)
-
 // Error is a platform-mode validation failure: the HTTP status to answer with, a stable
 // ltiop code (details.message), the OAuth 2.0 / OIDC error value (error) for responses that
 // go back to the tool, a description that never holds secrets, and the conformance rule.
@@ -43,10 +37,3 @@ const (
 	OAuthServerError             = "server_error"
 	OAuthTemporarilyUnavailable  = "temporarily_unavailable"
 )
-
-// KeyFunc returns the tool's public key for the kid of a token's header ("" when the header
-// has none). Errors other than ErrUnknownKey mean the key could not be fetched (503).
-type KeyFunc func(ctx context.Context, kid string) (*rsa.PublicKey, error)
-
-// ErrUnknownKey is what a KeyFunc returns when the tool has no key with that kid.
-var ErrUnknownKey = errors.New("the tool has no key with this kid")

@@ -9,8 +9,8 @@ package ltiplatform
 //     payload JSON objects, no "crit" or "b64" header (no extension is understood);
 //  2. alg: RS256 only, checked before any key is looked up (none, HS256 — the
 //     public-key-as-HMAC-secret confusion — and everything else refused);
-//  3. key: KeyFunc(kid), "" when the header has no kid (a tool registered with a
-//     static key needs none); ErrUnknownKey is 401, any other failure 503;
+//  3. key: lti.KeyFunc(kid), "" when the header has no kid (a tool registered with a
+//     static key needs none); lti.ErrUnknownKey is 401, any other failure 503;
 //  4. signature: jws.VerifyCompactFast with that key, and the verified payload must
 //     be the payload the claims were read from.
 //
@@ -63,7 +63,7 @@ const (
 	CodeMissingKID = "MISSING_KID"
 	// 401 DLR P-DLR-01, TOK P-TOK-08: the tool has no key with the header's kid.
 	CodeUnknownKID = "UNKNOWN_KID"
-	// 503 (OAuth temporarily_unavailable) DLR P-DLR-01, TOK P-TOK-08: KeyFunc failed.
+	// 503 (OAuth temporarily_unavailable) DLR P-DLR-01, TOK P-TOK-08: lti.KeyFunc failed.
 	CodeKeySetUnavailable = "KEY_SET_UNAVAILABLE"
 	// 401 DLR P-DLR-01, TOK P-TOK-08.
 	CodeInvalidSignature = "INVALID_SIGNATURE"
@@ -121,7 +121,7 @@ const (
 	CodeScopeNotAllowed = "SCOPE_NOT_ALLOWED"
 
 	// 500 server_error, no rule: the caller passed an unusable configuration (no
-	// client_id, issuer, deployment, audience or KeyFunc). Nothing is accepted.
+	// client_id, issuer, deployment, audience or lti.KeyFunc). Nothing is accepted.
 	CodePlatformMisconfigured = "PLATFORM_MISCONFIGURED"
 )
 
@@ -291,7 +291,7 @@ func toolJWTSplit(token string, k *toolJWTKind) (*toolJWT, *Error) {
 }
 
 // toolJWTVerify checks alg, looks the key up and verifies the signature.
-func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key KeyFunc) *Error {
+func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key lti.KeyFunc) *Error {
 	switch {
 	case t.algBad:
 		return k.err(401, CodeInvalidAlgorithm, k.ruleAlg, "header alg is not a string.")
@@ -303,9 +303,9 @@ func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key KeyFunc)
 	}
 	pub, err := key(ctx, t.kid)
 	switch {
-	case errors.Is(err, ErrUnknownKey) && t.kid == "":
+	case errors.Is(err, lti.ErrUnknownKey) && t.kid == "":
 		return k.err(401, CodeMissingKID, k.ruleKey, "header has no kid, and the tool has no key that goes without one.")
-	case errors.Is(err, ErrUnknownKey):
+	case errors.Is(err, lti.ErrUnknownKey):
 		return k.err(401, CodeUnknownKID, k.ruleKey, "header kid is not one of the tool's keys.")
 	case err != nil, pub == nil, pub.N == nil, pub.N.Sign() <= 0, pub.E < 2:
 		return newError(503, CodeKeySetUnavailable, OAuthTemporarilyUnavailable, k.ruleKey,

@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rsa"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/lti"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -186,14 +186,8 @@ func (p *Platform) usableTool(id string) (*registry.Tool, *httpapi.Error) {
 }
 
 // keyFunc resolves the tool's public keys for the protocol checks.
-func (p *Platform) keyFunc(t *registry.Tool) ltiplatform.KeyFunc {
-	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) {
-		k, err := p.keys.ToolKey(ctx, t, kid)
-		if errors.Is(err, registry.ErrUnknownKey) {
-			return nil, ltiplatform.ErrUnknownKey
-		}
-		return k, err
-	}
+func (p *Platform) keyFunc(t *registry.Tool) lti.KeyFunc {
+	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) { return p.keys.ToolKey(ctx, t, kid) }
 }
 
 func fromProtocol(e *ltiplatform.Error) *httpapi.Error {

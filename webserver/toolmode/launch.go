@@ -253,13 +253,7 @@ func withLtik(destination, ltik string) string {
 	return u.String()
 }
 
-// keyFunc adapts the platform key resolver to the validator.
+// keyFunc is the validator's view of platform p's keys.
 func (t *Tool) keyFunc(p *registry.Platform) lti.KeyFunc {
-	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) {
-		k, err := t.keys.Key(ctx, p, kid)
-		if errors.Is(err, registry.ErrUnknownKey) {
-			return nil, fmt.Errorf("%w: %s", lti.ErrUnknownKey, kid)
-		}
-		return k, err
-	}
+	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) { return t.keys.Key(ctx, p, kid) }
 }
