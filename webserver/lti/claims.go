@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ltiop/ltiop/internal/jsonscan"
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 // Claim names of LTI 1.3 and LTI Advantage (CORE §5, DL §4.4, NRPS, AGS).
@@ -230,13 +231,13 @@ const (
 
 // ParseClaims decodes an id_token payload. It fails only when payload is not a
 // JSON object, or when a claim the message requires is present with a wrong JSON
-// type (the *Error then names the claim and the rule; the partly decoded claims
+// type (the *apierr.Error then names the claim and the rule; the partly decoded claims
 // are returned with it). Absent claims are not an error here: Validate reports
 // them. Raw is a copy of payload.
 func ParseClaims(payload []byte) (*Claims, error) {
 	c, ok := parseClaims(append(json.RawMessage(nil), payload...))
 	if !ok {
-		return nil, &Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
+		return nil, &apierr.Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
 			Description: "The id_token payload is not a JSON object."}
 	}
 	if e := c.typeError(); e != nil {
@@ -252,7 +253,7 @@ func ParseClaims(payload []byte) (*Claims, error) {
 func ParseValidatedClaims(payload []byte) (*Claims, error) {
 	c, ok := parseClaims(payload)
 	if !ok {
-		return nil, &Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
+		return nil, &apierr.Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
 			Description: "The claims are not a JSON object."}
 	}
 	return c, nil
@@ -698,7 +699,7 @@ func splitSpaces(s string) []string {
 
 // typeError reports the first claim, required for this message, that is present
 // with a wrong JSON type, as the error Validate gives for it.
-func (c *Claims) typeError() *Error {
+func (c *Claims) typeError() *apierr.Error {
 	if c.bad == 0 {
 		return nil
 	}
@@ -725,7 +726,7 @@ func (c *Claims) typeError() *Error {
 }
 
 // errorFor is the error Validate gives for a claim with a wrong JSON type.
-func (c *Claims) errorFor(b claimBits) *Error {
+func (c *Claims) errorFor(b claimBits) *apierr.Error {
 	switch b {
 	case badIss:
 		return errIssuer("The iss claim is not a string.")

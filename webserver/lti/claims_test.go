@@ -6,12 +6,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 func TestParseClaimsRejectsNonObjects(t *testing.T) {
 	for _, in := range []string{``, `null`, `[]`, `"iss"`, `42`, `{`, `{"iss":}`, `{"a":1}{"b":2}`, "\xff"} {
 		c, err := ParseClaims([]byte(in))
-		var e *Error
+		var e *apierr.Error
 		if c != nil || !errors.As(err, &e) || e.Code != CodeInvalidToken || e.Status != 400 {
 			t.Errorf("ParseClaims(%q) = %v, %v", in, c, err)
 		}
@@ -85,7 +87,7 @@ func TestParseClaimsRequiredTypes(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *apierr.Error
 			if !errors.As(err, &e) || e.Code != tc.code || e.Rule == "" {
 				t.Fatalf("error %v, want %s", err, tc.code)
 			}

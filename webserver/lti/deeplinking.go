@@ -49,7 +49,7 @@ const (
 	ContentItemImage           = "image"
 )
 
-// Stable error codes of the deep-linking *Error values (Error.Code).
+// Stable error codes of the deep-linking *apierr.Error values (Code, details.message).
 const (
 	CodeNotDeepLinkingLaunch = "NOT_DEEP_LINKING_LAUNCH"      // 400: the launch is not an LtiDeepLinkingRequest
 	CodeInvalidReturnURL     = "INVALID_DEEP_LINK_RETURN_URL" // 400: deep_link_return_url is not an absolute http(s) URL
@@ -716,7 +716,7 @@ type dlResponsePayload struct {
 // JWT there in a form field named JWT (DeepLinkingForm).
 //
 // Errors: a *ContentItemError when an item or the options are invalid (the
-// integrator's input: 400); an *Error (Status 400, CodeNotDeepLinkingLaunch or
+// integrator's input: 400); an *apierr.Error (Status 400, CodeNotDeepLinkingLaunch or
 // CodeInvalidReturnURL) when the launch cannot take a deep-linking response;
 // any other error is a configuration or signing failure (500).
 func DeepLinkingResponse(p DeepLinkingResponseParams) (jwt string, returnURL string, err error) {

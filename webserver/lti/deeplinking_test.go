@@ -15,6 +15,8 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 // The tool's key at the platform: otherKey (the platform signs with testKey).
@@ -510,7 +512,7 @@ func TestDeepLinkingT_DL_11_ReturnURLVerbatim(t *testing.T) {
 	}
 	c := dlRequest(t, func(s map[string]any) { s["deep_link_return_url"] = "javascript:alert(1)" })
 	_, _, err = DeepLinkingResponse(dlParams(c))
-	var le *Error
+	var le *apierr.Error
 	if !errors.As(err, &le) || le.Code != CodeInvalidReturnURL || le.Status != 400 {
 		t.Errorf("javascript: return URL: %v", err)
 	}
@@ -789,7 +791,7 @@ func TestDeepLinkingResponseFixtures(t *testing.T) {
 
 func TestDeepLinkingResponseRefuses(t *testing.T) {
 	rlr := claimsOf(t, rlrClaims())
-	var le *Error
+	var le *apierr.Error
 	if _, _, err := DeepLinkingResponse(dlParams(rlr)); !errors.As(err, &le) || le.Code != CodeNotDeepLinkingLaunch || le.Status != 400 {
 		t.Errorf("resource link launch: %v", err)
 	}

@@ -20,7 +20,7 @@
 //     caller's), and keeps Claims.Raw or the Claims for the launch session.
 //
 // Validate follows lti-conformance.md §1.4 in order and then §1.5 for the message
-// type, stopping at the first failure. Each failure is an *Error carrying the
+// type, stopping at the first failure. Each failure is an *apierr.Error carrying the
 // HTTP status to answer with, a stable Code for details.message, a Description
 // safe to show, and the conformance Rule it enforces. Structure and claim
 // problems are 400, authentication problems 401, an unknown deployment 403, and a

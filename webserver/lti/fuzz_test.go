@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 func claimSeeds(f *testing.F) {
@@ -49,7 +51,7 @@ func FuzzParseClaims(f *testing.F) {
 			}
 		}
 		if err != nil {
-			var e *Error
+			var e *apierr.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error of type %T", err)
 			}

@@ -13,9 +13,11 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
-// Stable error codes (Error.Code). Callers put them in details.message: never rename one.
+// Stable error codes (apierr.Error.Code). Callers put them in details.message: never rename one.
 const (
 	CodeInvalidToken          = "INVALID_TOKEN"            // 400 T-TOK-03
 	CodeInvalidAlgorithm      = "INVALID_ALGORITHM"        // 401 T-TOK-04
@@ -44,56 +46,29 @@ const (
 // MaxTokenSize bounds the id_token accepted by Peek and Validate (bytes).
 const MaxTokenSize = 128 << 10
 
-// Error is a validation failure: the HTTP status to answer with, a stable code,
-// a human description (never containing secrets) and the conformance rule ID
-// (lti-conformance.md) that the check implements.
-type Error struct {
-	Status      int
-	Code        string
-	Description string
-	Rule        string
-
-	cause error // for logs only (e.g. the key-set fetch failure)
+func newError(status int, code, rule, description string) *apierr.Error {
+	return &apierr.Error{Status: status, Code: code, Rule: rule, Description: description}
 }
 
-func (e *Error) Error() string {
-	s := e.Code + ": " + e.Description
-	if e.Rule != "" {
-		s += " [" + e.Rule + "]"
-	}
-	if e.cause != nil {
-		s += ": " + e.cause.Error()
-	}
-	return s
-}
-
-// Unwrap returns the underlying cause, if any (KEY_SET_UNAVAILABLE carries the
-// KeyFunc error so that callers can log it).
-func (e *Error) Unwrap() error { return e.cause }
-
-func newError(status int, code, rule, description string) *Error {
-	return &Error{Status: status, Code: code, Rule: rule, Description: description}
-}
-
-func errInvalidToken(description string) *Error {
+func errInvalidToken(description string) *apierr.Error {
 	return newError(400, CodeInvalidToken, "T-TOK-03", description)
 }
-func errIssuer(d string) *Error   { return newError(401, CodeIssuerMismatch, "T-TOK-11", d) }
-func errAudience(d string) *Error { return newError(401, CodeAudienceMismatch, "T-TOK-12", d) }
-func errAzp(d string) *Error      { return newError(401, CodeAzpMismatch, "T-TOK-13", d) }
-func errExpired(d string) *Error  { return newError(401, CodeTokenExpired, "T-TOK-14", d) }
-func errIat(d string) *Error      { return newError(401, CodeInvalidIAT, "T-TOK-15", d) }
+func errIssuer(d string) *apierr.Error   { return newError(401, CodeIssuerMismatch, "T-TOK-11", d) }
+func errAudience(d string) *apierr.Error { return newError(401, CodeAudienceMismatch, "T-TOK-12", d) }
+func errAzp(d string) *apierr.Error      { return newError(401, CodeAzpMismatch, "T-TOK-13", d) }
+func errExpired(d string) *apierr.Error  { return newError(401, CodeTokenExpired, "T-TOK-14", d) }
+func errIat(d string) *apierr.Error      { return newError(401, CodeInvalidIAT, "T-TOK-15", d) }
 
-func errMissingClaim(name, messageType string) *Error {
+func errMissingClaim(name, messageType string) *apierr.Error {
 	return newError(400, CodeMissingClaim, "T-TOK-21",
 		"The "+name+" claim is required in an "+messageType+".")
 }
 
-func errInvalidClaim(name, want string) *Error {
+func errInvalidClaim(name, want string) *apierr.Error {
 	return newError(400, CodeInvalidClaim, "T-TOK-21", "The "+name+" claim must be "+want+".")
 }
 
-func errTooLong(name, rule string) *Error {
+func errTooLong(name, rule string) *apierr.Error {
 	return newError(400, CodeIdentifierTooLong, rule,
 		"The "+name+" claim exceeds "+strconv.Itoa(MaxIdentifierLength)+" characters.")
 }
@@ -144,7 +119,7 @@ type compact struct {
 	claims  string // payload as a validated JSON object
 }
 
-func splitCompact(token string) (compact, *Error) {
+func splitCompact(token string) (compact, *apierr.Error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
 		return compact{}, errInvalidToken("The id_token is empty.")
@@ -219,7 +194,7 @@ func splitCompact(token string) (compact, *Error) {
 // Nothing else in the returned claims may be trusted. It fails (INVALID_TOKEN,
 // T-TOK-03) only when the token is not three base64url parts whose header and
 // payload are JSON objects; claims of unexpected types are tolerated.
-func Peek(token string) (Header, *Claims, *Error) {
+func Peek(token string) (Header, *Claims, *apierr.Error) {
 	t, e := splitCompact(token)
 	if e != nil {
 		return Header{}, nil, e
@@ -234,7 +209,7 @@ func Peek(token string) (Header, *Claims, *Error) {
 // version, message_type, deployment_id) and then the claims §1.5 requires for the
 // message type. It returns the claims, or the first failure. Replay (T-NONCE-03)
 // and state binding are the caller's.
-func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claims, *Error) {
+func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claims, *apierr.Error) {
 	t, e := splitCompact(token)
 	if e != nil {
 		return nil, e
@@ -258,19 +233,19 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 	pub, err := keys(ctx, t.header.Kid)
 	switch {
 	case errors.Is(err, ErrUnknownKey):
-		return nil, &Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",
-			Description: "The platform's key set has no key with the id_token's kid.", cause: err}
+		return nil, &apierr.Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",
+			Description: "The platform's key set has no key with the id_token's kid.", Cause: err}
 	case err != nil:
-		return nil, &Error{Status: 503, Code: CodeKeySetUnavailable, Rule: "T-JWKS-03",
-			Description: "The platform's key set could not be obtained.", cause: err}
+		return nil, &apierr.Error{Status: 503, Code: CodeKeySetUnavailable, Rule: "T-JWKS-03",
+			Description: "The platform's key set could not be obtained.", Cause: err}
 	case pub == nil:
 		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "The platform's key set could not be obtained.")
 	}
 	// T-TOK-10.
 	verified, err := jws.Verify([]byte(t.token), jws.WithCompact(), jws.WithKey(jwa.RS256(), pub))
 	if err != nil || !bytes.Equal(verified, t.payload) {
-		return nil, &Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
-			Description: "The id_token signature is not valid.", cause: err}
+		return nil, &apierr.Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
+			Description: "The id_token signature is not valid.", Cause: err}
 	}
 
 	c := &Claims{Raw: t.payload}
@@ -282,7 +257,7 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 }
 
 // check runs the claim checks of Validate, after the signature.
-func check(c *Claims, p *Policy) *Error {
+func check(c *Claims, p *Policy) *apierr.Error {
 	// T-TOK-11: byte-exact, no normalisation. An unconfigured policy accepts nothing.
 	switch {
 	case c.bad&badIss != 0:
@@ -421,7 +396,7 @@ func check(c *Claims, p *Policy) *Error {
 	return nil
 }
 
-func checkResourceLink(c *Claims) *Error {
+func checkResourceLink(c *Claims) *apierr.Error {
 	const mt = MessageResourceLink
 	switch {
 	case c.bad&badTargetLinkURI != 0:
@@ -446,7 +421,7 @@ func checkResourceLink(c *Claims) *Error {
 	return nil
 }
 
-func checkDeepLinking(c *Claims) *Error {
+func checkDeepLinking(c *Claims) *apierr.Error {
 	const mt = MessageDeepLinking
 	dl := c.DeepLinking
 	switch {
@@ -472,7 +447,7 @@ func checkDeepLinking(c *Claims) *Error {
 	return nil
 }
 
-func checkSubject(c *Claims, allowAnonymous bool) *Error {
+func checkSubject(c *Claims, allowAnonymous bool) *apierr.Error {
 	switch {
 	case c.bad&badSub != 0:
 		return c.errorFor(badSub)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 type validateCase struct {
@@ -22,7 +24,7 @@ type validateCase struct {
 	token  func(tb testing.TB) string // replaces the whole token
 }
 
-func (tc validateCase) run(t *testing.T) (*Claims, *Error) {
+func (tc validateCase) run(t *testing.T) (*Claims, *apierr.Error) {
 	t.Helper()
 	base := tc.base
 	if base == nil {

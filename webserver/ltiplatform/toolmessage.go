@@ -33,6 +33,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/internal/jsonscan"
+	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -44,7 +45,7 @@ const MaxToolJWTSize = 256 << 10
 // client assertion (bytes): the values a caller keeps in its replay cache.
 const MaxReplayIDLength = 1024
 
-// Stable error codes of tool-signed JWTs and the token endpoint (Error.Code).
+// Stable error codes of tool-signed JWTs and the token endpoint (apierr.Error.Code).
 // Callers put them in details.message: never rename one. Each comment gives the
 // status and rule in a deep-linking response (DLR) and at the token endpoint
 // (TOK, where every assertion failure is OAuth invalid_client).
@@ -203,17 +204,17 @@ func (c *toolJWTClaims) set(key, raw string) {
 // toolJWTMaxSignature bounds the decoded signature (an 8192-bit RSA key's).
 const toolJWTMaxSignature = 1024
 
-func (k *toolJWTKind) err(status int, code, rule, description string) *Error {
+func (k *toolJWTKind) err(status int, code, rule, description string) *apierr.Error {
 	return newError(status, code, k.oauth, rule, "The "+k.name+" "+description)
 }
 
-func (k *toolJWTKind) malformed(description string) *Error {
+func (k *toolJWTKind) malformed(description string) *apierr.Error {
 	return k.err(k.badStatus, CodeInvalidToken, k.ruleShape, description)
 }
 
 // toolJWTSplit checks the structure of token and decodes its header and the
 // claims the platform reads, without verifying anything.
-func toolJWTSplit(token string, k *toolJWTKind) (*toolJWT, *Error) {
+func toolJWTSplit(token string, k *toolJWTKind) (*toolJWT, *apierr.Error) {
 	token = strings.TrimSpace(token)
 	switch {
 	case token == "":
@@ -291,7 +292,7 @@ func toolJWTSplit(token string, k *toolJWTKind) (*toolJWT, *Error) {
 }
 
 // toolJWTVerify checks alg, looks the key up and verifies the signature.
-func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key lti.KeyFunc) *Error {
+func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key lti.KeyFunc) *apierr.Error {
 	switch {
 	case t.algBad:
 		return k.err(401, CodeInvalidAlgorithm, k.ruleAlg, "header alg is not a string.")
@@ -321,8 +322,8 @@ func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key lti.KeyF
 // toolJWTTimes checks exp (present, a number, now < exp + skew), nbf (if present:
 // a number, nbf <= now + skew) and iat (present, a number, iat <= now + skew),
 // and returns exp and iat.
-func toolJWTTimes(c *toolJWTClaims, k *toolJWTKind, now time.Time, skew time.Duration) (exp, iat time.Time, e *Error) {
-	expected := func(code, rule, d string) (time.Time, time.Time, *Error) {
+func toolJWTTimes(c *toolJWTClaims, k *toolJWTKind, now time.Time, skew time.Duration) (exp, iat time.Time, e *apierr.Error) {
+	expected := func(code, rule, d string) (time.Time, time.Time, *apierr.Error) {
 		return time.Time{}, time.Time{}, k.err(401, code, rule, d)
 	}
 	switch n, ok := toolJWTNumericDate(c.exp); {

@@ -27,6 +27,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -179,7 +180,7 @@ func toolTestCopy(m map[string]any) map[string]any {
 }
 
 // toolTestCheckError asserts the exact code, rule and status of e.
-func toolTestCheckError(t *testing.T, e *Error, code, rule string, status int) {
+func toolTestCheckError(t *testing.T, e *apierr.Error, code, rule string, status int) {
 	t.Helper()
 	if e == nil {
 		t.Fatalf("no error; want %s [%s] %d", code, rule, status)

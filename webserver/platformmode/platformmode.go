@@ -25,7 +25,6 @@ import (
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/lti"
-	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
@@ -188,10 +187,6 @@ func (p *Platform) usableTool(id string) (*registry.Tool, *httpapi.Error) {
 // keyFunc resolves the tool's public keys for the protocol checks.
 func (p *Platform) keyFunc(t *registry.Tool) lti.KeyFunc {
 	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) { return p.keys.ToolKey(ctx, t, kid) }
-}
-
-func fromProtocol(e *ltiplatform.Error) *httpapi.Error {
-	return httpapi.Errorf(e.Status, e.Code, e.Description)
 }
 
 // withQuery appends name=value to the query of base.

@@ -58,12 +58,12 @@ func (t *Tool) deepLinkingResponse(r *http.Request) (string, string, *httpapi.Er
 		Items: items, Options: options, Now: t.now(),
 	})
 	var itemErr *lti.ContentItemError
-	var ltiErr *lti.Error
+	var ltiErr *httpapi.Error
 	switch {
 	case errors.As(err, &itemErr): // validated against the launch's settings before signing
 		return "", "", httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, itemErr.Error()+".")
 	case errors.As(err, &ltiErr):
-		return "", "", httpapi.Errorf(ltiErr.Status, ltiErr.Code, ltiErr.Description)
+		return "", "", ltiErr
 	case err != nil:
 		return "", "", httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The deep-linking response could not be built.")
 	}

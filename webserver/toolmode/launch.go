@@ -128,7 +128,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		Skew:                  max(t.opts.ClockSkew, time.Nanosecond), // zero means none, not the default
 	})
 	if verr != nil {
-		t.fail(w, r, httpapi.Errorf(verr.Status, verr.Code, verr.Description))
+		t.fail(w, r, verr)
 		return
 	}
 
