@@ -2,8 +2,7 @@ package lti
 
 // Deep Linking 2.0 responses (conformance §5, service interface §2.6 and §4.5):
 // content items as the integrator sends them, their validation against the
-// platform's deep_linking_settings, the signed LtiDeepLinkingResponse JWT and the
-// self-submitting form that carries it back to the platform.
+// platform's deep_linking_settings, and the signed LtiDeepLinkingResponse JWT.
 
 import (
 	"bytes"
@@ -11,7 +10,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
-	"html/template"
 	"math"
 	"net/url"
 	"reflect"
@@ -54,9 +52,6 @@ const (
 	CodeNotDeepLinkingLaunch = "NOT_DEEP_LINKING_LAUNCH"      // 400: the launch is not an LtiDeepLinkingRequest
 	CodeInvalidReturnURL     = "INVALID_DEEP_LINK_RETURN_URL" // 400: deep_link_return_url is not an absolute http(s) URL
 )
-
-// DeepLinkingFormID is the id of the form DeepLinkingForm returns.
-const DeepLinkingFormID = "ltiop-deep-linking-response"
 
 // ContentItem is one item the integrator returns (service interface §2.6),
 // decoded from the API body. Its JSON form is also the wire form of the
@@ -713,7 +708,7 @@ type dlResponsePayload struct {
 // errorlog from the options when not empty.
 //
 // returnURL is deep_link_return_url verbatim, query included (T-DL-11): post the
-// JWT there in a form field named JWT (DeepLinkingForm).
+// JWT there in a form field named JWT (T-DL-01; the HTTP side builds the form).
 //
 // Errors: a *ContentItemError when an item or the options are invalid (the
 // integrator's input: 400); an *apierr.Error (Status 400, CodeNotDeepLinkingLaunch or
@@ -840,34 +835,4 @@ func rawDLData(payload []byte) (string, bool) {
 		}
 	}
 	return data, kindOf(data) == kindString
-}
-
-var deepLinkingFormTemplate = template.Must(template.New("deep-linking-form").Parse(
-	`<form id="` + DeepLinkingFormID + `" action="{{.Action}}" method="post">` +
-		`<input type="hidden" name="JWT" value="{{.JWT}}">` +
-		`<noscript><button type="submit">Continue</button></noscript>` +
-		`</form>` +
-		`<script>document.getElementById('` + DeepLinkingFormID + `').submit()</script>`))
-
-// DeepLinkingForm returns an HTML fragment: a form POSTing the single field JWT
-// (T-DL-01) to returnURL, submitted by a small inline script (and a submit button
-// inside <noscript>). The integrator appends it to its page body (service
-// interface §4.5). Both values are escaped by html/template (T-DL-10); the
-// action is the return URL with its query (T-DL-11): html/template
-// percent-encodes only characters that cannot appear in a URL attribute as they
-// are (spaces, quotes, parentheses…), which real return URLs do not contain.
-// returnURL must be an absolute http(s) URL: anything else (javascript:…) is refused.
-func DeepLinkingForm(returnURL, jwt string) (string, error) {
-	if !isHTTPURL(returnURL) {
-		return "", errors.New("lti: deep linking form: the return URL must be an absolute http(s) URL")
-	}
-	if jwt == "" {
-		return "", errors.New("lti: deep linking form: no JWT")
-	}
-	var b strings.Builder
-	b.Grow(len(returnURL) + len(jwt) + 320)
-	if err := deepLinkingFormTemplate.Execute(&b, struct{ Action, JWT string }{returnURL, jwt}); err != nil {
-		return "", err
-	}
-	return b.String(), nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,38 +99,6 @@ func dlResourceLink() ContentItem {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func TestDeepLinkingT_DL_01_FormHasOneFieldNamedJWT(t *testing.T) {
-	c := dlRequest(t, nil)
-	tok, returnURL, err := DeepLinkingResponse(dlParams(c, dlLink("https://tool.example.com/a")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	form, err := DeepLinkingForm(returnURL, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inputs := regexp.MustCompile(`<input\b[^>]*>`).FindAllString(form, -1)
-	if len(inputs) != 1 {
-		t.Fatalf("want exactly one input, got %d in %s", len(inputs), form)
-	}
-	if !strings.Contains(inputs[0], `name="JWT"`) || !strings.Contains(inputs[0], `value="`+tok+`"`) ||
-		!strings.Contains(inputs[0], `type="hidden"`) {
-		t.Errorf("input %s: want a hidden field JWT holding the token", inputs[0])
-	}
-	for _, want := range []string{
-		`<form id="ltiop-deep-linking-response" `, `method="post"`,
-		`<noscript><button type="submit">`,
-		`<script>document.getElementById('ltiop-deep-linking-response').submit()</script>`,
-	} {
-		if !strings.Contains(form, want) {
-			t.Errorf("form lacks %s:\n%s", want, form)
-		}
-	}
-	if n := strings.Count(form, "<form"); n != 1 {
-		t.Errorf("%d forms", n)
-	}
-}
 
 func TestDeepLinkingT_DL_02_Claims(t *testing.T) {
 	c := dlRequest(t, nil)
@@ -455,66 +422,28 @@ func TestDeepLinkingT_DL_09_ShortExpiryFreshNonce(t *testing.T) {
 	}
 }
 
-func TestDeepLinkingT_DL_10_FormEscapes(t *testing.T) {
-	hostileJWT := `a.b.c"><script>alert(1)</script>`
-	form, err := DeepLinkingForm("https://lms.example/deep_links?x=1", hostileJWT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(form, "<script>alert") || strings.Contains(form, `c">`) {
-		t.Errorf("the JWT is not escaped: %s", form)
-	}
-	if !strings.Contains(form, `value="a.b.c&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`) {
-		t.Errorf("unexpected escaping: %s", form)
-	}
-	quoteURL := `https://lms.example/deep_links?q="><script>x</script>`
-	if form, err := DeepLinkingForm(quoteURL, "a.b.c"); err == nil && strings.Contains(form, `"><script>x`) {
-		t.Errorf("the action is not escaped: %s", form)
-	}
-	for _, bad := range []string{"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<b>x</b>",
-		"//lms.example/deep_links", "/deep_links", "", "https://", "https://lms.example/a b", "ftp://lms.example/x"} {
-		if form, err := DeepLinkingForm(bad, "a.b.c"); err == nil {
-			t.Errorf("%q accepted: %s", bad, form)
-		}
-	}
-	if _, err := DeepLinkingForm("https://lms.example/x", ""); err == nil {
-		t.Error("empty JWT accepted")
-	}
-}
-
 func TestDeepLinkingT_DL_11_ReturnURLVerbatim(t *testing.T) {
 	canvas := "https://canvas.example.edu/courses/6/deep_linking_response?data=eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJub25jZSI6IjJjNzEifQ.oLJ-mERLRbnPrXKlIFckI6PwdVP3AK7yuZ7YAXwfA5c"
 	moodle := "http://moodle.example.edu/mod/lti/contentitem_return.php?course=42&id=7&sesskey=abc"
 	for _, ret := range []string{canvas, moodle, "https://lms.example/deep_links?course=42&sesskey=abc"} {
 		c := dlRequest(t, func(s map[string]any) { s["deep_link_return_url"] = ret })
-		tok, got, err := DeepLinkingResponse(dlParams(c))
+		_, got, err := DeepLinkingResponse(dlParams(c))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != ret {
 			t.Errorf("returnURL %q, want %q", got, ret)
 		}
-		form, err := DeepLinkingForm(got, tok)
-		if err != nil {
-			t.Fatal(err)
+	}
+	// Only an absolute http(s) URL can be a form's action (the form is toolmode's).
+	for _, bad := range []string{"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<b>x</b>",
+		"//lms.example/deep_links", "/deep_links", "", "https://", "https://lms.example/a b", "ftp://lms.example/x"} {
+		c := dlRequest(t, func(s map[string]any) { s["deep_link_return_url"] = bad })
+		_, _, err := DeepLinkingResponse(dlParams(c))
+		var le *apierr.Error
+		if !errors.As(err, &le) || le.Code != CodeInvalidReturnURL || le.Status != 400 {
+			t.Errorf("return URL %q: %v", bad, err)
 		}
-		action := `action="` + strings.ReplaceAll(ret, "&", "&amp;") + `"`
-		if !strings.Contains(form, action) {
-			t.Errorf("form %s: want %s", form, action)
-		}
-	}
-	form, err := DeepLinkingForm("https://lms.example/deep_links?course=42&sesskey=abc", "a.b.c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(form, `action="https://lms.example/deep_links?course=42&amp;sesskey=abc"`) {
-		t.Errorf("form %s", form)
-	}
-	c := dlRequest(t, func(s map[string]any) { s["deep_link_return_url"] = "javascript:alert(1)" })
-	_, _, err = DeepLinkingResponse(dlParams(c))
-	var le *apierr.Error
-	if !errors.As(err, &le) || le.Code != CodeInvalidReturnURL || le.Status != 400 {
-		t.Errorf("javascript: return URL: %v", err)
 	}
 }
 
@@ -830,20 +759,6 @@ func BenchmarkDeepLinkingResponse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := DeepLinkingResponse(p); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkDeepLinkingForm(b *testing.B) {
-	c := dlRequest(b, nil)
-	tok, ret, err := DeepLinkingResponse(dlParams(c, dlResourceLink()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := DeepLinkingForm(ret, tok); err != nil {
 			b.Fatal(err)
 		}
 	}
