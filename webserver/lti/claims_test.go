@@ -245,3 +245,30 @@ func TestNumericDates(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimNullUndoesDecode: for every claim of the table, a value of any JSON type
+// followed by null ("last one wins", null is absent) leaves Claims as if the claim had
+// never been sent, its type-error bits included.
+func TestClaimNullUndoesDecode(t *testing.T) {
+	empty, err := ParseClaims([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty.Raw = nil
+	values := []string{`"x"`, `""`, `0`, `1700000000`, `true`, `"true"`, `[]`, `["a",1]`, `[""]`,
+		`{}`, `{"id":"r1","type":"Group","deep_link_return_url":"https://p.example/r","accept_types":["link"],` +
+			`"accept_presentation_document_targets":["iframe"],"data":"d","k":"v","width":3}`, `{"id":7,"deep_link_return_url":1,"accept_types":2}`}
+	for name := range claimFields {
+		for _, v := range values {
+			key, _ := json.Marshal(name)
+			c, _ := ParseClaims([]byte(`{` + string(key) + `:` + v + `,` + string(key) + `:null}`))
+			if c == nil {
+				t.Fatalf("%s = %s, then null: not decoded", name, v)
+			}
+			c.Raw = nil
+			if !reflect.DeepEqual(c, empty) {
+				t.Errorf("%s = %s, then null: %+v, want %+v", name, v, c, empty)
+			}
+		}
+	}
+}
