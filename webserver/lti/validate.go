@@ -43,7 +43,7 @@ const (
 	CodeTargetLinkURIMismatch = "TARGET_LINK_URI_MISMATCH" // 400 T-TOK-22
 )
 
-// MaxTokenSize bounds the id_token accepted by Peek and Validate (bytes).
+// MaxTokenSize bounds the id_token Validate accepts (bytes).
 const MaxTokenSize = 128 << 10
 
 func newError(status int, code, rule, description string) *apierr.Error {
@@ -73,11 +73,11 @@ func errTooLong(name, rule string) *apierr.Error {
 		"The "+name+" claim exceeds "+strconv.Itoa(MaxIdentifierLength)+" characters.")
 }
 
-// Header is the JOSE header of a compact JWS.
-type Header struct{ Alg, Kid, Typ string }
+// jwsHeader is what Validate reads of the JOSE header.
+type jwsHeader struct{ alg, kid string }
 
-// Policy is what a launch must match: the registration (iss, client_id) chosen
-// with Peek, and the values bound at login time.
+// Policy is what a launch must match: the registration (iss, client_id) the login
+// chose and sealed in the state, and the values bound at login time.
 type Policy struct {
 	Issuer   string // the registration's iss, compared byte for byte (T-TOK-11)
 	ClientID string // must be in aud (T-TOK-12) and equal azp when present (T-TOK-13)
@@ -112,7 +112,7 @@ const (
 // compact is a JWS split and decoded without verification.
 type compact struct {
 	token   string // trimmed
-	header  Header
+	header  jwsHeader
 	hasAlg  bool
 	badAlg  bool // alg present but not a string
 	payload []byte
@@ -178,30 +178,13 @@ func splitCompact(token string) (compact, *apierr.Error) {
 		switch k {
 		case "alg":
 			t.hasAlg = true
-			t.header.Alg, ok = asString(v)
+			t.header.alg, ok = asString(v)
 			t.badAlg = !ok
 		case "kid":
-			t.header.Kid = optString(v)
-		case "typ":
-			t.header.Typ = optString(v)
+			t.header.kid = optString(v)
 		}
 	}
 	return t, nil
-}
-
-// Peek splits and decodes a compact JWS without verifying it, so that the caller
-// can pick the registration from the unverified iss, aud and azp (T-TOK-06).
-// Nothing else in the returned claims may be trusted. It fails (INVALID_TOKEN,
-// T-TOK-03) only when the token is not three base64url parts whose header and
-// payload are JSON objects; claims of unexpected types are tolerated.
-func Peek(token string) (Header, *Claims, *apierr.Error) {
-	t, e := splitCompact(token)
-	if e != nil {
-		return Header{}, nil, e
-	}
-	c := &Claims{Raw: t.payload}
-	c.decode(t.claims)
-	return t.header, c, nil
 }
 
 // Validate verifies an id_token and checks it against p: conformance §1.4 in
@@ -219,18 +202,18 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 	if !t.hasAlg {
 		return nil, errInvalidToken("The id_token header has no alg.")
 	}
-	if t.badAlg || t.header.Alg != "RS256" {
+	if t.badAlg || t.header.alg != "RS256" {
 		return nil, newError(401, CodeInvalidAlgorithm, "T-TOK-04", "The id_token must be signed with RS256.")
 	}
 	// T-TOK-05: kid is required even when the key set has one key.
-	if t.header.Kid == "" {
+	if t.header.kid == "" {
 		return nil, newError(401, CodeMissingKID, "T-TOK-05", "The id_token header has no kid.")
 	}
 	// T-TOK-08 / T-JWKS-03.
 	if keys == nil {
 		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "No key source is configured for the platform.")
 	}
-	pub, err := keys(ctx, t.header.Kid)
+	pub, err := keys(ctx, t.header.kid)
 	switch {
 	case errors.Is(err, ErrUnknownKey):
 		return nil, &apierr.Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",

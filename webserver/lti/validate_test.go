@@ -564,30 +564,6 @@ func TestValidateUnconfiguredPolicyAcceptsNothing(t *testing.T) {
 	}
 }
 
-func TestPeek(t *testing.T) {
-	claims := rlrClaims()
-	claims["aud"] = []any{testClientID}
-	claims[ClaimRoles] = "not an array" // unverified decode tolerates what Validate would reject
-	hdr, c, e := Peek(sign(t, testHeader(), claims))
-	if e != nil {
-		t.Fatal(e)
-	}
-	if hdr.Alg != "RS256" || hdr.Kid != testKID || hdr.Typ != "JWT" {
-		t.Errorf("header %+v", hdr)
-	}
-	if c.Issuer != testIssuer || !c.Audience.Contains(testClientID) || c.AuthorizedParty != testClientID {
-		t.Errorf("claims %+v", c)
-	}
-	for _, bad := range []string{"", "a.b", "e30.e30", "e30.e30.***", "W10.e30.", "e30.W10."} {
-		if _, c, e := Peek(bad); e == nil || e.Code != CodeInvalidToken || c != nil {
-			t.Errorf("Peek(%q) = %v, %v", bad, c, e)
-		}
-	}
-	if _, _, e := Peek("e30.e30."); e != nil {
-		t.Errorf("Peek of an unsigned {} token: %v", e)
-	}
-}
-
 // TestValidatePHPEscapedSlashes: PHP platforms (Moodle) json_encode without
 // JSON_UNESCAPED_SLASHES, so every claim name arrives as "https:\/\/purl…".
 func TestValidatePHPEscapedSlashes(t *testing.T) {

@@ -11,13 +11,11 @@ func newError(status int, code, oauth, rule, description string) *apierr.Error {
 const (
 	OAuthInvalidRequest          = "invalid_request"
 	OAuthInvalidClient           = "invalid_client"
-	OAuthInvalidGrant            = "invalid_grant"
 	OAuthUnauthorizedClient      = "unauthorized_client"
 	OAuthUnsupportedGrantType    = "unsupported_grant_type"
 	OAuthUnsupportedResponseType = "unsupported_response_type"
 	OAuthInvalidScope            = "invalid_scope"
 	OAuthAccessDenied            = "access_denied"
-	OAuthLoginRequired           = "login_required"
 	OAuthServerError             = "server_error"
 	OAuthTemporarilyUnavailable  = "temporarily_unavailable"
 )

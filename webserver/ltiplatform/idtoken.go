@@ -117,9 +117,8 @@ type MintParams struct {
 	AllowHTTP bool
 }
 
-// The claim names of LTI 1.3 (CORE §5, NRPS, AGS, DL).
+// Scopes of the service claims (NRPS, AGS).
 const (
-	claimBase = "https://purl.imsglobal.org/spec/lti/claim/"
 	scopeNRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 	scopeAGS  = "https://purl.imsglobal.org/spec/lti-ags/scope/"
 )
