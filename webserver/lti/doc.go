@@ -4,8 +4,9 @@
 // Package ltiplatform, the platform side, builds on it (KeyFunc, claims, content items).
 //
 // The package is pure protocol. It imports nothing of Kubernetes, no HTTP server
-// code and no html/template; keys arrive through a KeyFunc and every policy value
-// through a Policy, so it is tested with table tests and fuzz targets alone.
+// code and no html/template (purity_test.go checks, for ltiplatform too); keys
+// arrive through a KeyFunc and every policy value through a Policy, so it is tested
+// with table tests and fuzz targets alone.
 //
 // # Validating a launch
 //
