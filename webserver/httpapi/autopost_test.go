@@ -22,8 +22,8 @@ func TestAutoPostFormExact(t *testing.T) {
 		{"AutoPostForm", func() (string, error) { return AutoPostForm("https://tool.example/launch?a=1&b=2", fields) },
 			`<form id="ltiop-autopost" action="https://tool.example/launch?a=1&amp;b=2" method="post">` + tail +
 				`<script>document.getElementById('ltiop-autopost').submit()</script>`},
-		{"AutoPostFormWithID", func() (string, error) {
-			return AutoPostFormWithID("ltiop-deep-linking-response", "https://tool.example/launch?a=1&b=2", fields)
+		{"NewAutoPost", func() (string, error) {
+			return NewAutoPost("ltiop-deep-linking-response").Form("https://tool.example/launch?a=1&b=2", fields)
 		},
 			`<form id="ltiop-deep-linking-response" action="https://tool.example/launch?a=1&amp;b=2" method="post">` + tail +
 				`<script>document.getElementById('ltiop-deep-linking-response').submit()</script>`},
@@ -58,5 +58,18 @@ func TestWriteAutoPostPage(t *testing.T) {
 	}
 	if !strings.Contains(csp, "form-action https://tool.example;") {
 		t.Errorf("CSP %q", csp)
+	}
+}
+
+func TestNewAutoPostRefusesAnIDThatNeedsEscaping(t *testing.T) {
+	for _, id := range []string{"", "a b", `x"y`, "x')+alert(1)+('"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewAutoPost(%q) did not panic", id)
+				}
+			}()
+			NewAutoPost(id)
+		}()
 	}
 }

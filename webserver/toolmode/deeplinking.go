@@ -26,17 +26,17 @@ func (t *Tool) DeepLinkingForm(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"form": form})
 }
 
-// deepLinkingFormID is the id of the form DeepLinkingForm returns. It is documented
+// deepLinkingForms make the form DeepLinkingForm returns. Its id is documented
 // (openapi.json): integrators whose Content-Security-Policy blocks the form's inline script
 // submit it by this id.
-const deepLinkingFormID = "ltiop-deep-linking-response"
+var deepLinkingForms = httpapi.NewAutoPost("ltiop-deep-linking-response")
 
 // deepLinkingForm is the HTML fragment that returns a deep-linking response: a form that
 // POSTs the single field JWT (T-DL-01) to the platform's return URL, query kept (T-DL-11),
 // both escaped by html/template (T-DL-10). lti.DeepLinkingResponse has already refused a
 // return URL that is not absolute http(s).
 func deepLinkingForm(returnURL, jwt string) (string, error) {
-	return httpapi.AutoPostFormWithID(deepLinkingFormID, returnURL, []httpapi.Field{{Name: "JWT", Value: jwt}})
+	return deepLinkingForms.Form(returnURL, []httpapi.Field{{Name: "JWT", Value: jwt}})
 }
 
 // DeepLinkingMessage serves POST /api/deeplinking (and /api/deeplinking/message):
