@@ -5,18 +5,34 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
 // Field is one hidden input of an auto-submitting form.
 type Field struct{ Name, Value string }
 
-var autoPostTemplate = template.Must(template.New("autopost").Parse(
-	`<form id="ltiop-autopost" action="{{.Action}}" method="post">` +
-		`{{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}` +
-		`<noscript><button type="submit">Continue</button></noscript>` +
-		`</form>` +
-		`<script{{if .Nonce}} nonce="{{.Nonce}}"{{end}}>document.getElementById('ltiop-autopost').submit()</script>`))
+// AutoPost makes auto-submitting forms whose element id is fixed when the AutoPost is
+// made: the id is part of the template, not escaped again on every form.
+type AutoPost struct{ tmpl *template.Template }
+
+// NewAutoPost returns an AutoPost for forms with element id id (ASCII letters, digits,
+// '-' and '_'), for a form whose id is documented: integrators whose
+// Content-Security-Policy blocks the inline script submit it by that id.
+func NewAutoPost(id string) *AutoPost {
+	if id == "" || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		panic("httpapi: auto-post form id " + strconv.Quote(id) + " is not a plain name")
+	}
+	return &AutoPost{tmpl: template.Must(template.New(id).Parse(
+		`<form id="` + id + `" action="{{.Action}}" method="post">` +
+			`{{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}` +
+			`<noscript><button type="submit">Continue</button></noscript>` +
+			`</form>` +
+			`<script{{if .Nonce}} nonce="{{.Nonce}}"{{end}}>document.getElementById('` + id + `').submit()</script>`))}
+}
+
+// defaultAutoPost makes the forms of AutoPostForm and WriteAutoPostPage.
+var defaultAutoPost = NewAutoPost("ltiop-autopost")
 
 var autoPostPage = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Continuing…</title></head>
@@ -27,16 +43,26 @@ var autoPostPage = template.Must(template.New("page").Parse(`<!doctype html>
 // an inline script (a button inside <noscript> otherwise). html/template escapes every
 // value; action must be an absolute http(s) URL (never javascript:).
 func AutoPostForm(action string, fields []Field) (string, error) {
-	return autoPost(action, fields, "")
+	return defaultAutoPost.form(action, fields, "")
 }
 
-func autoPost(action string, fields []Field, nonce string) (string, error) {
+// Form is AutoPostForm with a's element id.
+func (a *AutoPost) Form(action string, fields []Field) (string, error) {
+	return a.form(action, fields, "")
+}
+
+func (a *AutoPost) form(action string, fields []Field, nonce string) (string, error) {
 	u, err := url.Parse(action)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return "", errors.New("httpapi: auto-post form: the action must be an absolute http(s) URL")
 	}
 	var b strings.Builder
-	err = autoPostTemplate.Execute(&b, struct {
+	n := len(action) + len(nonce) + 250 // the markup around them
+	for _, f := range fields {
+		n += len(f.Name) + len(f.Value) + 40
+	}
+	b.Grow(n) // values (a JWT of a few KB) rarely need escaping: one allocation
+	err = a.tmpl.Execute(&b, struct {
 		Action string
 		Fields []Field
 		Nonce  string
@@ -49,7 +75,7 @@ func autoPost(action string, fields []Field, nonce string) (string, error) {
 // action's origin.
 func WriteAutoPostPage(w http.ResponseWriter, status int, action string, fields []Field) error {
 	nonce := RandomToken(16)
-	form, err := autoPost(action, fields, nonce)
+	form, err := defaultAutoPost.form(action, fields, nonce)
 	if err != nil {
 		return err
 	}

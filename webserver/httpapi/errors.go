@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 // Stable error codes, sent in details.message. Integrators match on them: never rename one.
@@ -29,22 +31,12 @@ const (
 	CodeUpstreamTimeout      = "UPSTREAM_TIMEOUT"
 )
 
-// Error is an API error: an HTTP status, a stable code and a human description.
-type Error struct {
-	Status      int
-	Code        string
-	Description string
-	// Upstream is set when the error comes from the LMS.
-	Upstream *Upstream
-}
+// Error is the one error type of every answer (package apierr), so the protocol
+// packages' errors reach WriteError as they are. Upstream is set on LMS failures.
+type Error = apierr.Error
 
 // Upstream describes an LMS failure passed on to the integrator.
-type Upstream struct {
-	Status int    // the LMS's HTTP status (0 when it did not answer)
-	Body   string // its body, truncated
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Description }
+type Upstream = apierr.Upstream
 
 // Errorf builds an *Error.
 func Errorf(status int, code, description string) *Error {

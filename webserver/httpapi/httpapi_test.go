@@ -8,7 +8,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -146,6 +148,34 @@ func TestWriteErrorEnvelope(t *testing.T) {
 				t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
 			}
 		})
+	}
+}
+
+// TestWriteErrorProtocolError: an error from the protocol packages (rule, OAuth value and
+// cause set) goes out exactly as the status, code and description alone would: the JSON
+// envelope and the HTML page, byte for byte.
+func TestWriteErrorProtocolError(t *testing.T) {
+	full := &Error{Status: http.StatusUnauthorized, Code: "UNKNOWN_KID", Rule: "T-TOK-08", OAuth: "invalid_client",
+		Description: "The platform's key set has no key with the id_token's kid.", Cause: errors.New("jwks: kid k9 not found")}
+	plain := Errorf(full.Status, full.Code, full.Description)
+	for _, accept := range []string{"application/json", "text/html"} {
+		write := func(e *Error) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/lti/launch", nil)
+			req.Header.Set("Accept", accept)
+			WriteErrorPage(rec, req, e, "The launch could not be completed")
+			return rec
+		}
+		got, want := write(full), write(plain)
+		if got.Code != want.Code || got.Body.String() != want.Body.String() || !maps.EqualFunc(got.Header(), want.Header(), slices.Equal) {
+			t.Errorf("%s: got %d %v %s\nwant %d %v %s", accept, got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
+		}
+		if strings.Contains(got.Body.String(), "T-TOK-08") || strings.Contains(got.Body.String(), "k9") {
+			t.Errorf("%s: the rule or the cause reached the response: %s", accept, got.Body)
+		}
+	}
+	if got := full.Error(); got != "UNKNOWN_KID: The platform's key set has no key with the id_token's kid. [T-TOK-08]: jwks: kid k9 not found" {
+		t.Errorf("Error() = %q", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ltiop/ltiop/internal/jsonscan"
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 // Claim names of LTI 1.3 and LTI Advantage (CORE §5, DL §4.4, NRPS, AGS).
@@ -230,13 +231,13 @@ const (
 
 // ParseClaims decodes an id_token payload. It fails only when payload is not a
 // JSON object, or when a claim the message requires is present with a wrong JSON
-// type (the *Error then names the claim and the rule; the partly decoded claims
+// type (the *apierr.Error then names the claim and the rule; the partly decoded claims
 // are returned with it). Absent claims are not an error here: Validate reports
 // them. Raw is a copy of payload.
 func ParseClaims(payload []byte) (*Claims, error) {
 	c, ok := parseClaims(append(json.RawMessage(nil), payload...))
 	if !ok {
-		return nil, &Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
+		return nil, &apierr.Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
 			Description: "The id_token payload is not a JSON object."}
 	}
 	if e := c.typeError(); e != nil {
@@ -252,7 +253,7 @@ func ParseClaims(payload []byte) (*Claims, error) {
 func ParseValidatedClaims(payload []byte) (*Claims, error) {
 	c, ok := parseClaims(payload)
 	if !ok {
-		return nil, &Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
+		return nil, &apierr.Error{Status: 400, Code: CodeInvalidToken, Rule: "T-TOK-03",
 			Description: "The claims are not a JSON object."}
 	}
 	return c, nil
@@ -290,81 +291,107 @@ func (c *Claims) decode(obj string) bool {
 		if !ok {
 			return it.valid()
 		}
-		if kindOf(val) == kindNull {
-			c.clear(key)
-			continue
+		f, known := claimFields[key]
+		switch {
+		case !known: // T-TOK-23
+		case kindOf(val) == kindNull: // null counts as absent
+			f.reset(c)
+			c.bad &^= f.bad
+		default:
+			f.decode(c, val)
 		}
-		switch key {
-		case "iss":
-			c.Issuer = c.requiredString(val, badIss)
-		case "sub":
-			c.Subject = c.requiredString(val, badSub)
-		case "azp":
-			c.AuthorizedParty = c.requiredString(val, badAzp)
-		case "nonce":
-			c.Nonce = c.requiredString(val, badNonce)
-		case "aud":
+	}
+}
+
+// claimField is how one top-level claim is read into Claims.
+type claimField struct {
+	decode func(c *Claims, val string) // val is not null; sets or clears the bits in bad
+	reset  func(c *Claims)             // back to absent (the claim is null)
+	bad    claimBits                   // the bits decode may set, cleared with reset
+}
+
+// claimFields are the claims Claims models, by name: adding a claim is one entry here.
+var claimFields = map[string]claimField{
+	"iss":   requiredString(func(c *Claims) *string { return &c.Issuer }, badIss),
+	"sub":   requiredString(func(c *Claims) *string { return &c.Subject }, badSub),
+	"azp":   requiredString(func(c *Claims) *string { return &c.AuthorizedParty }, badAzp),
+	"nonce": requiredString(func(c *Claims) *string { return &c.Nonce }, badNonce),
+	"aud": {bad: badAud,
+		decode: func(c *Claims, val string) {
 			aud, ok := decodeAudience(val)
 			c.Audience = aud
 			c.flag(badAud, !ok)
-		case "exp":
+		},
+		reset: func(c *Claims) { c.Audience = nil }},
+	"exp": {bad: badExp,
+		decode: func(c *Claims, val string) {
 			c.ExpiresAt, c.HasExp = asNumericDate(val)
 			c.flag(badExp, !c.HasExp)
-		case "iat":
+		},
+		reset: func(c *Claims) { c.ExpiresAt, c.HasExp = 0, false }},
+	"iat": {bad: badIat,
+		decode: func(c *Claims, val string) {
 			c.IssuedAt, c.HasIat = asNumericDate(val)
 			c.flag(badIat, !c.HasIat)
-		case "name":
-			c.Name = optString(val)
-		case "given_name":
-			c.GivenName = optString(val)
-		case "family_name":
-			c.FamilyName = optString(val)
-		case "middle_name":
-			c.MiddleName = optString(val)
-		case "email":
-			c.Email = optString(val)
-		case "picture":
-			c.Picture = optString(val)
-		case "locale":
-			c.Locale = optString(val)
-		case ClaimMessageType:
-			c.MessageType = c.requiredString(val, badMessageType)
-		case ClaimVersion:
-			c.Version = c.requiredString(val, badVersion)
-		case ClaimDeploymentID:
-			c.DeploymentID = c.requiredString(val, badDeploymentID)
-		case ClaimTargetLinkURI:
-			c.TargetLinkURI = c.requiredString(val, badTargetLinkURI)
-		case ClaimResourceLink:
-			c.decodeResourceLink(val)
-		case ClaimRoles:
+		},
+		reset: func(c *Claims) { c.IssuedAt, c.HasIat = 0, false }},
+
+	"name":        optional(func(c *Claims) *string { return &c.Name }, optString),
+	"given_name":  optional(func(c *Claims) *string { return &c.GivenName }, optString),
+	"family_name": optional(func(c *Claims) *string { return &c.FamilyName }, optString),
+	"middle_name": optional(func(c *Claims) *string { return &c.MiddleName }, optString),
+	"email":       optional(func(c *Claims) *string { return &c.Email }, optString),
+	"picture":     optional(func(c *Claims) *string { return &c.Picture }, optString),
+	"locale":      optional(func(c *Claims) *string { return &c.Locale }, optString),
+
+	ClaimMessageType:   requiredString(func(c *Claims) *string { return &c.MessageType }, badMessageType),
+	ClaimVersion:       requiredString(func(c *Claims) *string { return &c.Version }, badVersion),
+	ClaimDeploymentID:  requiredString(func(c *Claims) *string { return &c.DeploymentID }, badDeploymentID),
+	ClaimTargetLinkURI: requiredString(func(c *Claims) *string { return &c.TargetLinkURI }, badTargetLinkURI),
+	ClaimResourceLink: {bad: badResourceLink | badResourceLinkID,
+		decode: (*Claims).decodeResourceLink,
+		reset:  func(c *Claims) { c.ResourceLink = nil }},
+	ClaimRoles: {bad: badRoles,
+		decode: func(c *Claims, val string) {
 			c.Roles, c.RolesPresent = nil, false
 			c.flag(badRoles, kindOf(val) != kindArray)
 			if kindOf(val) == kindArray {
 				c.Roles, c.RolesPresent = stringList(val, false)
 			}
-		case ClaimContext:
-			c.decodeContext(val)
-		case ClaimToolPlatform:
-			c.ToolPlatform = decodeToolPlatform(val)
-		case ClaimLaunchPresentation:
-			c.LaunchPresentation = decodeLaunchPresentation(val)
-		case ClaimCustom:
-			c.Custom = decodeCustom(val)
-		case ClaimLIS:
-			c.LIS = decodeLIS(val)
-		case ClaimRoleScopeMentor:
-			c.RoleScopeMentor, _ = stringList(val, false)
-		case ClaimNRPS:
-			c.NRPS = decodeNRPS(val)
-		case ClaimAGS:
-			c.AGS = decodeAGS(val)
-		case ClaimDeepLinkingSettings:
-			c.decodeDeepLinking(val)
-		case ClaimForUser:
-			c.ForUser = decodeForUser(val)
-		}
-	}
+		},
+		reset: func(c *Claims) { c.Roles, c.RolesPresent = nil, false }},
+	ClaimContext: {bad: badContextID,
+		decode: (*Claims).decodeContext,
+		reset:  func(c *Claims) { c.Context = nil }},
+	ClaimDeepLinkingSettings: {bad: badDeepLinking | badDLReturnURL | badDLAcceptTypes | badDLTargets,
+		decode: (*Claims).decodeDeepLinking,
+		reset:  func(c *Claims) { c.DeepLinking = nil }},
+
+	ClaimToolPlatform:       optional(func(c *Claims) **ToolPlatform { return &c.ToolPlatform }, decodeToolPlatform),
+	ClaimLaunchPresentation: optional(func(c *Claims) **LaunchPresentation { return &c.LaunchPresentation }, decodeLaunchPresentation),
+	ClaimCustom:             optional(func(c *Claims) *map[string]string { return &c.Custom }, decodeCustom),
+	ClaimLIS:                optional(func(c *Claims) **LIS { return &c.LIS }, decodeLIS),
+	ClaimRoleScopeMentor: optional(func(c *Claims) *[]string { return &c.RoleScopeMentor }, func(val string) []string {
+		list, _ := stringList(val, false)
+		return list
+	}),
+	ClaimNRPS:    optional(func(c *Claims) **NRPSClaim { return &c.NRPS }, decodeNRPS),
+	ClaimAGS:     optional(func(c *Claims) **AGSClaim { return &c.AGS }, decodeAGS),
+	ClaimForUser: optional(func(c *Claims) **ForUser { return &c.ForUser }, decodeForUser),
+}
+
+// requiredString is a string claim a message may require: another JSON type sets bit.
+func requiredString(at func(*Claims) *string, bit claimBits) claimField {
+	return claimField{bad: bit,
+		decode: func(c *Claims, val string) { *at(c) = c.requiredString(val, bit) },
+		reset:  func(c *Claims) { *at(c) = "" }}
+}
+
+// optional is a claim no message requires: dec tolerates any JSON type (T-QUIRK-04).
+func optional[T any](at func(*Claims) *T, dec func(val string) T) claimField {
+	return claimField{
+		decode: func(c *Claims, val string) { *at(c) = dec(val) },
+		reset:  func(c *Claims) { var zero T; *at(c) = zero }}
 }
 
 func (c *Claims) flag(bit claimBits, set bool) {
@@ -379,72 +406,6 @@ func (c *Claims) requiredString(val string, bit claimBits) string {
 	s, ok := asString(val)
 	c.flag(bit, !ok)
 	return s
-}
-
-// clear handles "claim": null, which counts as absent.
-func (c *Claims) clear(key string) {
-	switch key {
-	case "iss":
-		c.Issuer, c.bad = "", c.bad&^badIss
-	case "sub":
-		c.Subject, c.bad = "", c.bad&^badSub
-	case "azp":
-		c.AuthorizedParty, c.bad = "", c.bad&^badAzp
-	case "nonce":
-		c.Nonce, c.bad = "", c.bad&^badNonce
-	case "aud":
-		c.Audience, c.bad = nil, c.bad&^badAud
-	case "exp":
-		c.ExpiresAt, c.HasExp, c.bad = 0, false, c.bad&^badExp
-	case "iat":
-		c.IssuedAt, c.HasIat, c.bad = 0, false, c.bad&^badIat
-	case ClaimMessageType:
-		c.MessageType, c.bad = "", c.bad&^badMessageType
-	case ClaimVersion:
-		c.Version, c.bad = "", c.bad&^badVersion
-	case ClaimDeploymentID:
-		c.DeploymentID, c.bad = "", c.bad&^badDeploymentID
-	case ClaimTargetLinkURI:
-		c.TargetLinkURI, c.bad = "", c.bad&^badTargetLinkURI
-	case ClaimResourceLink:
-		c.ResourceLink, c.bad = nil, c.bad&^(badResourceLink|badResourceLinkID)
-	case ClaimRoles:
-		c.Roles, c.RolesPresent, c.bad = nil, false, c.bad&^badRoles
-	case ClaimContext:
-		c.Context, c.bad = nil, c.bad&^badContextID
-	case ClaimDeepLinkingSettings:
-		c.DeepLinking, c.bad = nil, c.bad&^(badDeepLinking|badDLReturnURL|badDLAcceptTypes|badDLTargets)
-	case "name":
-		c.Name = ""
-	case "given_name":
-		c.GivenName = ""
-	case "family_name":
-		c.FamilyName = ""
-	case "middle_name":
-		c.MiddleName = ""
-	case "email":
-		c.Email = ""
-	case "picture":
-		c.Picture = ""
-	case "locale":
-		c.Locale = ""
-	case ClaimToolPlatform:
-		c.ToolPlatform = nil
-	case ClaimLaunchPresentation:
-		c.LaunchPresentation = nil
-	case ClaimCustom:
-		c.Custom = nil
-	case ClaimLIS:
-		c.LIS = nil
-	case ClaimRoleScopeMentor:
-		c.RoleScopeMentor = nil
-	case ClaimNRPS:
-		c.NRPS = nil
-	case ClaimAGS:
-		c.AGS = nil
-	case ClaimForUser:
-		c.ForUser = nil
-	}
 }
 
 func (c *Claims) decodeResourceLink(val string) {
@@ -698,7 +659,7 @@ func splitSpaces(s string) []string {
 
 // typeError reports the first claim, required for this message, that is present
 // with a wrong JSON type, as the error Validate gives for it.
-func (c *Claims) typeError() *Error {
+func (c *Claims) typeError() *apierr.Error {
 	if c.bad == 0 {
 		return nil
 	}
@@ -725,7 +686,7 @@ func (c *Claims) typeError() *Error {
 }
 
 // errorFor is the error Validate gives for a claim with a wrong JSON type.
-func (c *Claims) errorFor(b claimBits) *Error {
+func (c *Claims) errorFor(b claimBits) *apierr.Error {
 	switch b {
 	case badIss:
 		return errIssuer("The iss claim is not a string.")

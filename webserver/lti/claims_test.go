@@ -6,12 +6,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 func TestParseClaimsRejectsNonObjects(t *testing.T) {
 	for _, in := range []string{``, `null`, `[]`, `"iss"`, `42`, `{`, `{"iss":}`, `{"a":1}{"b":2}`, "\xff"} {
 		c, err := ParseClaims([]byte(in))
-		var e *Error
+		var e *apierr.Error
 		if c != nil || !errors.As(err, &e) || e.Code != CodeInvalidToken || e.Status != 400 {
 			t.Errorf("ParseClaims(%q) = %v, %v", in, c, err)
 		}
@@ -85,7 +87,7 @@ func TestParseClaimsRequiredTypes(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *apierr.Error
 			if !errors.As(err, &e) || e.Code != tc.code || e.Rule == "" {
 				t.Fatalf("error %v, want %s", err, tc.code)
 			}
@@ -240,6 +242,33 @@ func TestNumericDates(t *testing.T) {
 	for _, in := range []string{"9007199254740993", "1e300", "-1e300", `"1"`, "true"} {
 		if _, ok := asNumericDate(in); ok {
 			t.Errorf("%s accepted", in)
+		}
+	}
+}
+
+// TestClaimNullUndoesDecode: for every claim of the table, a value of any JSON type
+// followed by null ("last one wins", null is absent) leaves Claims as if the claim had
+// never been sent, its type-error bits included.
+func TestClaimNullUndoesDecode(t *testing.T) {
+	empty, err := ParseClaims([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty.Raw = nil
+	values := []string{`"x"`, `""`, `0`, `1700000000`, `true`, `"true"`, `[]`, `["a",1]`, `[""]`,
+		`{}`, `{"id":"r1","type":"Group","deep_link_return_url":"https://p.example/r","accept_types":["link"],` +
+			`"accept_presentation_document_targets":["iframe"],"data":"d","k":"v","width":3}`, `{"id":7,"deep_link_return_url":1,"accept_types":2}`}
+	for name := range claimFields {
+		for _, v := range values {
+			key, _ := json.Marshal(name)
+			c, _ := ParseClaims([]byte(`{` + string(key) + `:` + v + `,` + string(key) + `:null}`))
+			if c == nil {
+				t.Fatalf("%s = %s, then null: not decoded", name, v)
+			}
+			c.Raw = nil
+			if !reflect.DeepEqual(c, empty) {
+				t.Errorf("%s = %s, then null: %+v, want %+v", name, v, c, empty)
+			}
 		}
 	}
 }

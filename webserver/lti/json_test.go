@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
 // ParseClaims validates the payload in the same pass that decodes it (no
@@ -24,7 +26,7 @@ func TestParseClaimsRejectsWhatEncodingJSONRejects(t *testing.T) {
 			t.Fatalf("table error: %q is a JSON object", payload)
 		}
 		c, err := ParseClaims([]byte(payload))
-		var e *Error
+		var e *apierr.Error
 		if c != nil || !errors.As(err, &e) || e.Code != CodeInvalidToken || e.Rule != "T-TOK-03" {
 			t.Errorf("ParseClaims(%.40q) = %v, %v", payload, c, err)
 		}

@@ -3,7 +3,6 @@ package lti
 import (
 	"bytes"
 	"context"
-	"crypto/rsa"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -14,9 +13,11 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
-// Stable error codes (Error.Code). Callers put them in details.message: never rename one.
+// Stable error codes (apierr.Error.Code). Callers put them in details.message: never rename one.
 const (
 	CodeInvalidToken          = "INVALID_TOKEN"            // 400 T-TOK-03
 	CodeInvalidAlgorithm      = "INVALID_ALGORITHM"        // 401 T-TOK-04
@@ -42,77 +43,41 @@ const (
 	CodeTargetLinkURIMismatch = "TARGET_LINK_URI_MISMATCH" // 400 T-TOK-22
 )
 
-// MaxTokenSize bounds the id_token accepted by Peek and Validate (bytes).
+// MaxTokenSize bounds the id_token Validate accepts (bytes).
 const MaxTokenSize = 128 << 10
 
-// Error is a validation failure: the HTTP status to answer with, a stable code,
-// a human description (never containing secrets) and the conformance rule ID
-// (lti-conformance.md) that the check implements.
-type Error struct {
-	Status      int
-	Code        string
-	Description string
-	Rule        string
-
-	cause error // for logs only (e.g. the key-set fetch failure)
+func newError(status int, code, rule, description string) *apierr.Error {
+	return &apierr.Error{Status: status, Code: code, Rule: rule, Description: description}
 }
 
-func (e *Error) Error() string {
-	s := e.Code + ": " + e.Description
-	if e.Rule != "" {
-		s += " [" + e.Rule + "]"
-	}
-	if e.cause != nil {
-		s += ": " + e.cause.Error()
-	}
-	return s
-}
-
-// Unwrap returns the underlying cause, if any (KEY_SET_UNAVAILABLE carries the
-// KeyFunc error so that callers can log it).
-func (e *Error) Unwrap() error { return e.cause }
-
-func newError(status int, code, rule, description string) *Error {
-	return &Error{Status: status, Code: code, Rule: rule, Description: description}
-}
-
-func errInvalidToken(description string) *Error {
+func errInvalidToken(description string) *apierr.Error {
 	return newError(400, CodeInvalidToken, "T-TOK-03", description)
 }
-func errIssuer(d string) *Error   { return newError(401, CodeIssuerMismatch, "T-TOK-11", d) }
-func errAudience(d string) *Error { return newError(401, CodeAudienceMismatch, "T-TOK-12", d) }
-func errAzp(d string) *Error      { return newError(401, CodeAzpMismatch, "T-TOK-13", d) }
-func errExpired(d string) *Error  { return newError(401, CodeTokenExpired, "T-TOK-14", d) }
-func errIat(d string) *Error      { return newError(401, CodeInvalidIAT, "T-TOK-15", d) }
+func errIssuer(d string) *apierr.Error   { return newError(401, CodeIssuerMismatch, "T-TOK-11", d) }
+func errAudience(d string) *apierr.Error { return newError(401, CodeAudienceMismatch, "T-TOK-12", d) }
+func errAzp(d string) *apierr.Error      { return newError(401, CodeAzpMismatch, "T-TOK-13", d) }
+func errExpired(d string) *apierr.Error  { return newError(401, CodeTokenExpired, "T-TOK-14", d) }
+func errIat(d string) *apierr.Error      { return newError(401, CodeInvalidIAT, "T-TOK-15", d) }
 
-func errMissingClaim(name, messageType string) *Error {
+func errMissingClaim(name, messageType string) *apierr.Error {
 	return newError(400, CodeMissingClaim, "T-TOK-21",
 		"The "+name+" claim is required in an "+messageType+".")
 }
 
-func errInvalidClaim(name, want string) *Error {
+func errInvalidClaim(name, want string) *apierr.Error {
 	return newError(400, CodeInvalidClaim, "T-TOK-21", "The "+name+" claim must be "+want+".")
 }
 
-func errTooLong(name, rule string) *Error {
+func errTooLong(name, rule string) *apierr.Error {
 	return newError(400, CodeIdentifierTooLong, rule,
 		"The "+name+" claim exceeds "+strconv.Itoa(MaxIdentifierLength)+" characters.")
 }
 
-// ErrUnknownKey is what a KeyFunc returns (wrapped or not) when the platform's key
-// set, refetched if need be, has no key with the requested kid.
-var ErrUnknownKey = errors.New("lti: the platform has no key with this kid")
+// jwsHeader is what Validate reads of the JOSE header.
+type jwsHeader struct{ alg, kid string }
 
-// KeyFunc returns the platform's RSA public key for kid. It returns ErrUnknownKey
-// when the kid is not in the platform's key set; any other error means the key
-// set could not be obtained (an outage: 503, never 401 — T-JWKS-03).
-type KeyFunc func(ctx context.Context, kid string) (*rsa.PublicKey, error)
-
-// Header is the JOSE header of a compact JWS.
-type Header struct{ Alg, Kid, Typ string }
-
-// Policy is what a launch must match: the registration (iss, client_id) chosen
-// with Peek, and the values bound at login time.
+// Policy is what a launch must match: the registration (iss, client_id) the login
+// chose and sealed in the state, and the values bound at login time.
 type Policy struct {
 	Issuer   string // the registration's iss, compared byte for byte (T-TOK-11)
 	ClientID string // must be in aud (T-TOK-12) and equal azp when present (T-TOK-13)
@@ -147,14 +112,14 @@ const (
 // compact is a JWS split and decoded without verification.
 type compact struct {
 	token   string // trimmed
-	header  Header
+	header  jwsHeader
 	hasAlg  bool
 	badAlg  bool // alg present but not a string
 	payload []byte
 	claims  string // payload as a validated JSON object
 }
 
-func splitCompact(token string) (compact, *Error) {
+func splitCompact(token string) (compact, *apierr.Error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
 		return compact{}, errInvalidToken("The id_token is empty.")
@@ -213,30 +178,13 @@ func splitCompact(token string) (compact, *Error) {
 		switch k {
 		case "alg":
 			t.hasAlg = true
-			t.header.Alg, ok = asString(v)
+			t.header.alg, ok = asString(v)
 			t.badAlg = !ok
 		case "kid":
-			t.header.Kid = optString(v)
-		case "typ":
-			t.header.Typ = optString(v)
+			t.header.kid = optString(v)
 		}
 	}
 	return t, nil
-}
-
-// Peek splits and decodes a compact JWS without verifying it, so that the caller
-// can pick the registration from the unverified iss, aud and azp (T-TOK-06).
-// Nothing else in the returned claims may be trusted. It fails (INVALID_TOKEN,
-// T-TOK-03) only when the token is not three base64url parts whose header and
-// payload are JSON objects; claims of unexpected types are tolerated.
-func Peek(token string) (Header, *Claims, *Error) {
-	t, e := splitCompact(token)
-	if e != nil {
-		return Header{}, nil, e
-	}
-	c := &Claims{Raw: t.payload}
-	c.decode(t.claims)
-	return t.header, c, nil
 }
 
 // Validate verifies an id_token and checks it against p: conformance §1.4 in
@@ -244,7 +192,7 @@ func Peek(token string) (Header, *Claims, *Error) {
 // version, message_type, deployment_id) and then the claims §1.5 requires for the
 // message type. It returns the claims, or the first failure. Replay (T-NONCE-03)
 // and state binding are the caller's.
-func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claims, *Error) {
+func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claims, *apierr.Error) {
 	t, e := splitCompact(token)
 	if e != nil {
 		return nil, e
@@ -254,33 +202,33 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 	if !t.hasAlg {
 		return nil, errInvalidToken("The id_token header has no alg.")
 	}
-	if t.badAlg || t.header.Alg != "RS256" {
+	if t.badAlg || t.header.alg != "RS256" {
 		return nil, newError(401, CodeInvalidAlgorithm, "T-TOK-04", "The id_token must be signed with RS256.")
 	}
 	// T-TOK-05: kid is required even when the key set has one key.
-	if t.header.Kid == "" {
+	if t.header.kid == "" {
 		return nil, newError(401, CodeMissingKID, "T-TOK-05", "The id_token header has no kid.")
 	}
 	// T-TOK-08 / T-JWKS-03.
 	if keys == nil {
 		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "No key source is configured for the platform.")
 	}
-	pub, err := keys(ctx, t.header.Kid)
+	pub, err := keys(ctx, t.header.kid)
 	switch {
 	case errors.Is(err, ErrUnknownKey):
-		return nil, &Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",
-			Description: "The platform's key set has no key with the id_token's kid.", cause: err}
+		return nil, &apierr.Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",
+			Description: "The platform's key set has no key with the id_token's kid.", Cause: err}
 	case err != nil:
-		return nil, &Error{Status: 503, Code: CodeKeySetUnavailable, Rule: "T-JWKS-03",
-			Description: "The platform's key set could not be obtained.", cause: err}
+		return nil, &apierr.Error{Status: 503, Code: CodeKeySetUnavailable, Rule: "T-JWKS-03",
+			Description: "The platform's key set could not be obtained.", Cause: err}
 	case pub == nil:
 		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "The platform's key set could not be obtained.")
 	}
 	// T-TOK-10.
 	verified, err := jws.Verify([]byte(t.token), jws.WithCompact(), jws.WithKey(jwa.RS256(), pub))
 	if err != nil || !bytes.Equal(verified, t.payload) {
-		return nil, &Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
-			Description: "The id_token signature is not valid.", cause: err}
+		return nil, &apierr.Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
+			Description: "The id_token signature is not valid.", Cause: err}
 	}
 
 	c := &Claims{Raw: t.payload}
@@ -292,7 +240,7 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 }
 
 // check runs the claim checks of Validate, after the signature.
-func check(c *Claims, p *Policy) *Error {
+func check(c *Claims, p *Policy) *apierr.Error {
 	// T-TOK-11: byte-exact, no normalisation. An unconfigured policy accepts nothing.
 	switch {
 	case c.bad&badIss != 0:
@@ -431,7 +379,7 @@ func check(c *Claims, p *Policy) *Error {
 	return nil
 }
 
-func checkResourceLink(c *Claims) *Error {
+func checkResourceLink(c *Claims) *apierr.Error {
 	const mt = MessageResourceLink
 	switch {
 	case c.bad&badTargetLinkURI != 0:
@@ -456,7 +404,7 @@ func checkResourceLink(c *Claims) *Error {
 	return nil
 }
 
-func checkDeepLinking(c *Claims) *Error {
+func checkDeepLinking(c *Claims) *apierr.Error {
 	const mt = MessageDeepLinking
 	dl := c.DeepLinking
 	switch {
@@ -482,7 +430,7 @@ func checkDeepLinking(c *Claims) *Error {
 	return nil
 }
 
-func checkSubject(c *Claims, allowAnonymous bool) *Error {
+func checkSubject(c *Claims, allowAnonymous bool) *apierr.Error {
 	switch {
 	case c.bad&badSub != 0:
 		return c.errorFor(badSub)

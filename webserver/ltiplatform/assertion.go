@@ -53,6 +53,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -87,8 +88,8 @@ type TokenRequest struct {
 // separators). Repeated parameters are refused. Unknown parameters are ignored
 // (RFC 6749 §3.2). An Authorization header (another authentication method) is the
 // HTTP handler's to refuse.
-func ParseTokenRequest(form url.Values) (TokenRequest, *Error) {
-	var e *Error
+func ParseTokenRequest(form url.Values) (TokenRequest, *apierr.Error) {
+	var e *apierr.Error
 	param := func(name, rule string) string {
 		v := form[name]
 		switch {
@@ -101,7 +102,7 @@ func ParseTokenRequest(form url.Values) (TokenRequest, *Error) {
 		}
 		return v[0]
 	}
-	missing := func(name, rule string) *Error {
+	missing := func(name, rule string) *apierr.Error {
 		return newError(400, CodeMissingParameter, OAuthInvalidRequest, rule, "The "+name+" parameter is required.")
 	}
 
@@ -150,8 +151,8 @@ func ParseTokenRequest(form url.Values) (TokenRequest, *Error) {
 }
 
 // assertionScopes splits a scope parameter into distinct scope tokens, in order.
-func assertionScopes(scope string) ([]string, *Error) {
-	invalid := func(d string) *Error {
+func assertionScopes(scope string) ([]string, *apierr.Error) {
+	invalid := func(d string) *apierr.Error {
 		return newError(400, CodeInvalidScope, OAuthInvalidScope, "P-TOK-09", d)
 	}
 	var out []string
@@ -193,7 +194,7 @@ var toolJWTAssertion = toolJWTKind{
 // trusted before VerifyClientAssertion. It checks the structure (P-TOK-03) and that
 // sub equals iss (CORE §6.2: both are the client_id). Failures are invalid_client
 // (401).
-func PeekAssertionClient(assertion string) (clientID string, e *Error) {
+func PeekAssertionClient(assertion string) (clientID string, e *apierr.Error) {
 	k := &toolJWTAssertion
 	t, e := toolJWTSplit(assertion, k)
 	if e != nil {
@@ -203,7 +204,7 @@ func PeekAssertionClient(assertion string) (clientID string, e *Error) {
 }
 
 // assertionClient returns iss after checking that it is a non-empty string equal to sub.
-func assertionClient(c *toolJWTClaims, k *toolJWTKind) (string, *Error) {
+func assertionClient(c *toolJWTClaims, k *toolJWTKind) (string, *apierr.Error) {
 	iss, _ := toolJWTString(c.iss)
 	if iss == "" {
 		return "", k.err(401, CodeIssuerMismatch, "P-TOK-04", "has no iss (the client_id).")
@@ -238,10 +239,10 @@ type Assertion struct {
 // (negative: none).
 //
 // Every failure is invalid_client (401), except 503 temporarily_unavailable when
-// key fails with anything but ErrUnknownKey, and 500 server_error when clientID,
+// key fails with anything but lti.ErrUnknownKey, and 500 server_error when clientID,
 // audiences or key is unusable. Replay of the jti (P-TOK-07) is the caller's.
-func VerifyClientAssertion(ctx context.Context, assertion, clientID string, audiences []string, key KeyFunc,
-	now time.Time, skew time.Duration) (*Assertion, *Error) {
+func VerifyClientAssertion(ctx context.Context, assertion, clientID string, audiences []string, key lti.KeyFunc,
+	now time.Time, skew time.Duration) (*Assertion, *apierr.Error) {
 	if clientID == "" || key == nil || !slices.ContainsFunc(audiences, func(a string) bool { return a != "" }) {
 		return nil, newError(500, CodePlatformMisconfigured, OAuthServerError, "",
 			"The token endpoint has no client, audience or tool keys to verify the client assertion with.")
@@ -307,7 +308,7 @@ func VerifyClientAssertion(ctx context.Context, assertion, clientID string, audi
 // without repeats (P-TOK-09). SEC §7.1.4: a scope that was not requested is never
 // granted; a subset may be (SEC §4.1: the response scope "comprises a subset").
 // Nothing grantable is invalid_scope (400).
-func GrantScopes(requested, allowed []string) ([]string, *Error) {
+func GrantScopes(requested, allowed []string) ([]string, *apierr.Error) {
 	var out []string
 	for _, s := range requested {
 		if s != "" && slices.Contains(allowed, s) && !slices.Contains(out, s) {

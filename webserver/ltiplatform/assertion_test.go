@@ -170,7 +170,7 @@ func TestVerifyClientAssertion(t *testing.T) {
 		name string
 		hdr  map[string]any
 		mod  func(map[string]any)
-		key  KeyFunc
+		key  lti.KeyFunc
 		auds []string
 		want Assertion
 	}{
@@ -245,7 +245,7 @@ func TestVerifyClientAssertionRefused(t *testing.T) {
 		name     string
 		hdr      map[string]any
 		mod      func(map[string]any)
-		key      KeyFunc
+		key      lti.KeyFunc
 		signer   bool
 		clientID string
 		auds     []string

@@ -1,6 +1,10 @@
 package ltiplatform
 
-import "net/url"
+import (
+	"net/url"
+
+	"github.com/ltiop/ltiop/webserver/apierr"
+)
 
 // The checks of an incoming OIDC authorization request (lti-conformance.md §1.7) and the
 // codes they fail with. P-AUTH-05 (unknown client) and P-AUTH-06 (redirect_uri not
@@ -56,7 +60,7 @@ func RedirectAllowed(uri string, registered []string) bool {
 // CheckAuthRequest checks what needs no lookup, in the order of §1.7: required parameters,
 // scope, response_type, response_mode, prompt. The errors go back to the registered
 // redirect_uri.
-func CheckAuthRequest(r AuthRequest) *Error {
+func CheckAuthRequest(r AuthRequest) *apierr.Error {
 	for _, p := range [...]struct{ name, value string }{
 		{"scope", r.Scope}, {"response_type", r.ResponseType}, {"client_id", r.ClientID},
 		{"redirect_uri", r.RedirectURI}, {"login_hint", r.LoginHint}, {"lti_message_hint", r.MessageHint},
@@ -87,7 +91,7 @@ func CheckAuthRequest(r AuthRequest) *Error {
 
 // CheckHintBinding checks the opened message hint against the request: issued for this
 // client (P-AUTH-05) and for the user named by login_hint (P-AUTH-09).
-func CheckHintBinding(r AuthRequest, h *MessageHint) *Error {
+func CheckHintBinding(r AuthRequest, h *MessageHint) *apierr.Error {
 	if h.ClientID != r.ClientID {
 		return newError(400, CodeClientMismatch, OAuthUnauthorizedClient, "P-AUTH-05",
 			"The lti_message_hint was issued for another client.")
@@ -100,25 +104,25 @@ func CheckHintBinding(r AuthRequest, h *MessageHint) *Error {
 }
 
 // ErrInvalidMessageHint and ErrMessageHintExpired are the P-AUTH-10 failures.
-func ErrInvalidMessageHint() *Error {
+func ErrInvalidMessageHint() *apierr.Error {
 	return newError(400, CodeInvalidMessageHint, OAuthInvalidRequest, "P-AUTH-10",
 		"The lti_message_hint is not one this platform issued.")
 }
 
 // ErrMessageHintExpired is P-AUTH-10 for a hint older than its hour.
-func ErrMessageHintExpired() *Error {
+func ErrMessageHintExpired() *apierr.Error {
 	return newError(400, CodeMessageHintExpired, OAuthInvalidRequest, "P-AUTH-10",
 		"The lti_message_hint has expired (it is valid for one hour): create the launch again.")
 }
 
 // ErrDuplicateNonce is a nonce seen within the replay window.
-func ErrDuplicateNonce() *Error {
-	return &Error{Status: 400, Code: CodeDuplicateNonce, OAuth: OAuthInvalidRequest,
+func ErrDuplicateNonce() *apierr.Error {
+	return &apierr.Error{Status: 400, Code: CodeDuplicateNonce, OAuth: OAuthInvalidRequest,
 		Description: "The nonce was already used within the last 30 seconds."}
 }
 
 // ErrorParams are the fields of an OIDC error response (P-AUTH-12, P-AUTH-13).
-func ErrorParams(e *Error, state string) [][2]string {
+func ErrorParams(e *apierr.Error, state string) [][2]string {
 	desc := e.Code + ": " + e.Description
 	fields := [][2]string{{"error", e.OAuth}, {"error_description", desc}}
 	if state != "" {

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/jsonscan"
+	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -101,13 +102,13 @@ var toolJWTDeepLinking = toolJWTKind{
 // Statuses: 400 for a malformed JWT and for the LTI claims (deployment_id,
 // message_type, version, data, content_items), 401 for alg, key, signature, iss,
 // aud, azp, exp, nbf, iat and nonce, 503 (OAuth temporarily_unavailable) when
-// key fails with anything but ErrUnknownKey, 500 when req or key is unusable.
-// The response is a browser form post, not an OAuth exchange: Error.OAuth is empty
+// key fails with anything but lti.ErrUnknownKey, 500 when req or key is unusable.
+// The response is a browser form post, not an OAuth exchange: the error's OAuth is empty
 // except on the 503 and 500.
 //
 // On success the nonce has not been checked for replay (P-DLR-09): the caller does.
-func VerifyDeepLinkingResponse(ctx context.Context, token string, req DeepLinkingRequest, key KeyFunc,
-	now time.Time, skew time.Duration) (*DeepLinkingResponse, *Error) {
+func VerifyDeepLinkingResponse(ctx context.Context, token string, req DeepLinkingRequest, key lti.KeyFunc,
+	now time.Time, skew time.Duration) (*DeepLinkingResponse, *apierr.Error) {
 	if req.Issuer == "" || req.ClientID == "" || req.DeploymentID == "" || key == nil {
 		return nil, newError(500, CodePlatformMisconfigured, OAuthServerError, "",
 			"The deep linking request is not known well enough (issuer, client_id, deployment_id, tool keys) to verify its response.")
@@ -208,7 +209,7 @@ func VerifyDeepLinkingResponse(ctx context.Context, token string, req DeepLinkin
 }
 
 // dlrCheckData checks the data claim against the request (see the top of the file).
-func dlrCheckData(raw string, req *DeepLinkingRequest, k *toolJWTKind) (string, *Error) {
+func dlrCheckData(raw string, req *DeepLinkingRequest, k *toolJWTKind) (string, *apierr.Error) {
 	data, isStr := toolJWTString(raw)
 	absent := toolJWTAbsent(raw)
 	switch {
@@ -235,11 +236,11 @@ func dlrCheckData(raw string, req *DeepLinkingRequest, k *toolJWTKind) (string, 
 // accept_types (standard types ignoring case), at most one item unless
 // accept_multiple, no lineItem when accept_lineitem is false, and the DL §3
 // member rules. Errors name the member: content_items[2].type.
-func dlrContentItems(raw string, req *DeepLinkingRequest) ([]lti.ContentItem, *Error) {
+func dlrContentItems(raw string, req *DeepLinkingRequest) ([]lti.ContentItem, *apierr.Error) {
 	if toolJWTAbsent(raw) {
 		return nil, nil
 	}
-	invalid := func(path, msg string) *Error {
+	invalid := func(path, msg string) *apierr.Error {
 		return newError(400, CodeInvalidContentItem, "", "P-DLR-13", path+": "+msg)
 	}
 	if jsonscan.KindOf(raw) != jsonscan.Array {

@@ -163,7 +163,7 @@ func TestVerifyDeepLinkingResponseAccepted(t *testing.T) {
 		hdr    map[string]any
 		claims func() map[string]any
 		req    func() DeepLinkingRequest
-		key    KeyFunc
+		key    lti.KeyFunc
 		check  func(*testing.T, *DeepLinkingResponse)
 	}{
 		{name: "Moodle-style two ltiResourceLinks, aud array, no data", claims: moodleClaims,
@@ -337,7 +337,7 @@ func TestVerifyDeepLinkingResponseRefused(t *testing.T) {
 		hdr    map[string]any
 		mod    func(map[string]any)
 		req    func(*DeepLinkingRequest)
-		key    KeyFunc
+		key    lti.KeyFunc
 		signer bool // sign with the other key
 		raw    func() string
 		code   string

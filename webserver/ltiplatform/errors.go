@@ -1,52 +1,21 @@
 package ltiplatform
 
-import (
-	"context"
-	"crypto/rsa"
-	"errors"
-)
+import "github.com/ltiop/ltiop/webserver/apierr"
 
-// Error is a platform-mode validation failure: the HTTP status to answer with, a stable
-// ltiop code (details.message), the OAuth 2.0 / OIDC error value (error) for responses that
-// go back to the tool, a description that never holds secrets, and the conformance rule.
-type Error struct {
-	Status      int
-	Code        string
-	OAuth       string
-	Description string
-	Rule        string
-}
-
-func (e *Error) Error() string {
-	s := e.Code + ": " + e.Description
-	if e.Rule != "" {
-		s += " [" + e.Rule + "]"
-	}
-	return s
-}
-
-func newError(status int, code, oauth, rule, description string) *Error {
-	return &Error{Status: status, Code: code, OAuth: oauth, Rule: rule, Description: description}
+// newError builds the shared *apierr.Error with the OAuth value a tool gets.
+func newError(status int, code, oauth, rule, description string) *apierr.Error {
+	return &apierr.Error{Status: status, Code: code, OAuth: oauth, Rule: rule, Description: description}
 }
 
 // OAuth 2.0 and OIDC error values (RFC 6749 §4.1.2.1, §5.2; OIDC Core §3.1.2.6).
 const (
 	OAuthInvalidRequest          = "invalid_request"
 	OAuthInvalidClient           = "invalid_client"
-	OAuthInvalidGrant            = "invalid_grant"
 	OAuthUnauthorizedClient      = "unauthorized_client"
 	OAuthUnsupportedGrantType    = "unsupported_grant_type"
 	OAuthUnsupportedResponseType = "unsupported_response_type"
 	OAuthInvalidScope            = "invalid_scope"
 	OAuthAccessDenied            = "access_denied"
-	OAuthLoginRequired           = "login_required"
 	OAuthServerError             = "server_error"
 	OAuthTemporarilyUnavailable  = "temporarily_unavailable"
 )
-
-// KeyFunc returns the tool's public key for the kid of a token's header ("" when the header
-// has none). Errors other than ErrUnknownKey mean the key could not be fetched (503).
-type KeyFunc func(ctx context.Context, kid string) (*rsa.PublicKey, error)
-
-// ErrUnknownKey is what a KeyFunc returns when the tool has no key with that kid.
-var ErrUnknownKey = errors.New("the tool has no key with this kid")

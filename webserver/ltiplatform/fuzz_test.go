@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
 // toolTestCheckOutcome is what every verification must give: a result or an
 // error, never both or neither, and an error with a code, a status it documents
 // and a rule of its kind.
-func toolTestCheckOutcome(t *testing.T, ok bool, e *Error, rulePrefix string) {
+func toolTestCheckOutcome(t *testing.T, ok bool, e *apierr.Error, rulePrefix string) {
 	t.Helper()
 	if ok == (e != nil) {
 		t.Fatalf("result %v and error %v", ok, e)

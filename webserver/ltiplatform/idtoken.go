@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/urls"
+	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -116,9 +117,8 @@ type MintParams struct {
 	AllowHTTP bool
 }
 
-// The claim names of LTI 1.3 (CORE §5, NRPS, AGS, DL).
+// Scopes of the service claims (NRPS, AGS).
 const (
-	claimBase = "https://purl.imsglobal.org/spec/lti/claim/"
 	scopeNRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 	scopeAGS  = "https://purl.imsglobal.org/spec/lti-ags/scope/"
 )
@@ -196,14 +196,14 @@ type dlSettings struct {
 	Data           string   `json:"data,omitempty"`
 }
 
-func fieldError(field, format string, args ...any) *Error {
-	return &Error{Status: 400, Code: CodeInvalidLaunchData, Description: field + ": " + fmt.Sprintf(format, args...)}
+func fieldError(field, format string, args ...any) *apierr.Error {
+	return &apierr.Error{Status: 400, Code: CodeInvalidLaunchData, Description: field + ": " + fmt.Sprintf(format, args...)}
 }
 
 // IDTokenClaims validates the launch data and returns the id_token payload (§1.7 minting
 // rules): iss, aud and azp (the client), sub, iat, exp, the nonce unmodified (P-AUTH-11),
 // deployment, message type, version, target link, roles, and the claims of the message type.
-func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *Error) {
+func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *apierr.Error) {
 	l := &p.Launch
 	c := idTokenClaims{
 		Iss: p.Issuer, Aud: l.ClientID, Azp: l.ClientID, Iat: p.Now.Unix(), Exp: p.Now.Add(p.Lifetime).Unix(),
@@ -248,12 +248,12 @@ func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *Error) {
 	}
 	b, err := json.Marshal(&c)
 	if err != nil {
-		return nil, &Error{Status: 500, Code: "INTERNAL_SERVER_ERROR", Description: "The id_token could not be encoded."}
+		return nil, &apierr.Error{Status: 500, Code: "INTERNAL_SERVER_ERROR", Description: "The id_token could not be encoded."}
 	}
 	return b, nil
 }
 
-func (p *MintParams) user(c *idTokenClaims, u *User, hintUser string) *Error {
+func (p *MintParams) user(c *idTokenClaims, u *User, hintUser string) *apierr.Error {
 	if u == nil {
 		return fieldError("user", "required")
 	}
@@ -301,7 +301,7 @@ func (p *MintParams) user(c *idTokenClaims, u *User, hintUser string) *Error {
 	return nil
 }
 
-func (p *MintParams) context(c *idTokenClaims, ctx *Context) *Error {
+func (p *MintParams) context(c *idTokenClaims, ctx *Context) *apierr.Error {
 	if ctx == nil {
 		return nil
 	}
@@ -320,7 +320,7 @@ func (p *MintParams) context(c *idTokenClaims, ctx *Context) *Error {
 	return nil
 }
 
-func (p *MintParams) deepLinking(c *idTokenClaims, dl *DeepLinking) *Error {
+func (p *MintParams) deepLinking(c *idTokenClaims, dl *DeepLinking) *apierr.Error {
 	if dl == nil {
 		return fieldError("deepLinking", "a deep-linking launch needs deep-linking settings")
 	}
@@ -353,7 +353,7 @@ func (p *MintParams) deepLinking(c *idTokenClaims, dl *DeepLinking) *Error {
 
 var contentItemTypes = []string{"link", "ltiResourceLink", "file", "html", "image"}
 
-func (p *MintParams) presentation(c *idTokenClaims, pr *Presentation) *Error {
+func (p *MintParams) presentation(c *idTokenClaims, pr *Presentation) *apierr.Error {
 	if pr == nil {
 		return nil
 	}
@@ -372,7 +372,7 @@ func (p *MintParams) presentation(c *idTokenClaims, pr *Presentation) *Error {
 	return nil
 }
 
-func (p *MintParams) platform(c *idTokenClaims, pl *PlatformInfo) *Error {
+func (p *MintParams) platform(c *idTokenClaims, pl *PlatformInfo) *apierr.Error {
 	if pl == nil {
 		return nil
 	}
@@ -394,7 +394,7 @@ func (p *MintParams) platform(c *idTokenClaims, pl *PlatformInfo) *Error {
 
 // services adds the NRPS and AGS claims for the scopes the tool holds: a claim for a
 // service the tool can get no token for would only mislead it.
-func (p *MintParams) services(c *idTokenClaims, s *Services) *Error {
+func (p *MintParams) services(c *idTokenClaims, s *Services) *apierr.Error {
 	if s == nil {
 		return nil
 	}

@@ -9,8 +9,8 @@ package ltiplatform
 //     payload JSON objects, no "crit" or "b64" header (no extension is understood);
 //  2. alg: RS256 only, checked before any key is looked up (none, HS256 — the
 //     public-key-as-HMAC-secret confusion — and everything else refused);
-//  3. key: KeyFunc(kid), "" when the header has no kid (a tool registered with a
-//     static key needs none); ErrUnknownKey is 401, any other failure 503;
+//  3. key: lti.KeyFunc(kid), "" when the header has no kid (a tool registered with a
+//     static key needs none); lti.ErrUnknownKey is 401, any other failure 503;
 //  4. signature: jws.VerifyCompactFast with that key, and the verified payload must
 //     be the payload the claims were read from.
 //
@@ -33,6 +33,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/internal/jsonscan"
+	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -44,7 +45,7 @@ const MaxToolJWTSize = 256 << 10
 // client assertion (bytes): the values a caller keeps in its replay cache.
 const MaxReplayIDLength = 1024
 
-// Stable error codes of tool-signed JWTs and the token endpoint (Error.Code).
+// Stable error codes of tool-signed JWTs and the token endpoint (apierr.Error.Code).
 // Callers put them in details.message: never rename one. Each comment gives the
 // status and rule in a deep-linking response (DLR) and at the token endpoint
 // (TOK, where every assertion failure is OAuth invalid_client).
@@ -63,7 +64,7 @@ const (
 	CodeMissingKID = "MISSING_KID"
 	// 401 DLR P-DLR-01, TOK P-TOK-08: the tool has no key with the header's kid.
 	CodeUnknownKID = "UNKNOWN_KID"
-	// 503 (OAuth temporarily_unavailable) DLR P-DLR-01, TOK P-TOK-08: KeyFunc failed.
+	// 503 (OAuth temporarily_unavailable) DLR P-DLR-01, TOK P-TOK-08: lti.KeyFunc failed.
 	CodeKeySetUnavailable = "KEY_SET_UNAVAILABLE"
 	// 401 DLR P-DLR-01, TOK P-TOK-08.
 	CodeInvalidSignature = "INVALID_SIGNATURE"
@@ -121,7 +122,7 @@ const (
 	CodeScopeNotAllowed = "SCOPE_NOT_ALLOWED"
 
 	// 500 server_error, no rule: the caller passed an unusable configuration (no
-	// client_id, issuer, deployment, audience or KeyFunc). Nothing is accepted.
+	// client_id, issuer, deployment, audience or lti.KeyFunc). Nothing is accepted.
 	CodePlatformMisconfigured = "PLATFORM_MISCONFIGURED"
 )
 
@@ -203,17 +204,17 @@ func (c *toolJWTClaims) set(key, raw string) {
 // toolJWTMaxSignature bounds the decoded signature (an 8192-bit RSA key's).
 const toolJWTMaxSignature = 1024
 
-func (k *toolJWTKind) err(status int, code, rule, description string) *Error {
+func (k *toolJWTKind) err(status int, code, rule, description string) *apierr.Error {
 	return newError(status, code, k.oauth, rule, "The "+k.name+" "+description)
 }
 
-func (k *toolJWTKind) malformed(description string) *Error {
+func (k *toolJWTKind) malformed(description string) *apierr.Error {
 	return k.err(k.badStatus, CodeInvalidToken, k.ruleShape, description)
 }
 
 // toolJWTSplit checks the structure of token and decodes its header and the
 // claims the platform reads, without verifying anything.
-func toolJWTSplit(token string, k *toolJWTKind) (*toolJWT, *Error) {
+func toolJWTSplit(token string, k *toolJWTKind) (*toolJWT, *apierr.Error) {
 	token = strings.TrimSpace(token)
 	switch {
 	case token == "":
@@ -291,7 +292,7 @@ func toolJWTSplit(token string, k *toolJWTKind) (*toolJWT, *Error) {
 }
 
 // toolJWTVerify checks alg, looks the key up and verifies the signature.
-func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key KeyFunc) *Error {
+func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key lti.KeyFunc) *apierr.Error {
 	switch {
 	case t.algBad:
 		return k.err(401, CodeInvalidAlgorithm, k.ruleAlg, "header alg is not a string.")
@@ -303,9 +304,9 @@ func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key KeyFunc)
 	}
 	pub, err := key(ctx, t.kid)
 	switch {
-	case errors.Is(err, ErrUnknownKey) && t.kid == "":
+	case errors.Is(err, lti.ErrUnknownKey) && t.kid == "":
 		return k.err(401, CodeMissingKID, k.ruleKey, "header has no kid, and the tool has no key that goes without one.")
-	case errors.Is(err, ErrUnknownKey):
+	case errors.Is(err, lti.ErrUnknownKey):
 		return k.err(401, CodeUnknownKID, k.ruleKey, "header kid is not one of the tool's keys.")
 	case err != nil, pub == nil, pub.N == nil, pub.N.Sign() <= 0, pub.E < 2:
 		return newError(503, CodeKeySetUnavailable, OAuthTemporarilyUnavailable, k.ruleKey,
@@ -321,8 +322,8 @@ func toolJWTVerify(ctx context.Context, t *toolJWT, k *toolJWTKind, key KeyFunc)
 // toolJWTTimes checks exp (present, a number, now < exp + skew), nbf (if present:
 // a number, nbf <= now + skew) and iat (present, a number, iat <= now + skew),
 // and returns exp and iat.
-func toolJWTTimes(c *toolJWTClaims, k *toolJWTKind, now time.Time, skew time.Duration) (exp, iat time.Time, e *Error) {
-	expected := func(code, rule, d string) (time.Time, time.Time, *Error) {
+func toolJWTTimes(c *toolJWTClaims, k *toolJWTKind, now time.Time, skew time.Duration) (exp, iat time.Time, e *apierr.Error) {
+	expected := func(code, rule, d string) (time.Time, time.Time, *apierr.Error) {
 		return time.Time{}, time.Time{}, k.err(401, code, rule, d)
 	}
 	switch n, ok := toolJWTNumericDate(c.exp); {

@@ -27,6 +27,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/webserver/apierr"
+	"github.com/ltiop/ltiop/webserver/lti"
 )
 
 const (
@@ -64,18 +66,18 @@ func toolTestKeys(tb testing.TB) (tool, other *rsa.PrivateKey) {
 }
 
 // toolTestKeyFunc is a tool registered with a JWKS: one key, toolTestKID.
-func toolTestKeyFunc(tb testing.TB) KeyFunc {
+func toolTestKeyFunc(tb testing.TB) lti.KeyFunc {
 	tool, _ := toolTestKeys(tb)
 	return func(_ context.Context, kid string) (*rsa.PublicKey, error) {
 		if kid == toolTestKID {
 			return &tool.PublicKey, nil
 		}
-		return nil, fmt.Errorf("jwks of %s: %w", toolTestClientID, ErrUnknownKey)
+		return nil, fmt.Errorf("jwks of %s: %w", toolTestClientID, lti.ErrUnknownKey)
 	}
 }
 
 // toolTestStaticKeyFunc is a tool registered with one static public key: any kid.
-func toolTestStaticKeyFunc(tb testing.TB) KeyFunc {
+func toolTestStaticKeyFunc(tb testing.TB) lti.KeyFunc {
 	tool, _ := toolTestKeys(tb)
 	return func(context.Context, string) (*rsa.PublicKey, error) { return &tool.PublicKey, nil }
 }
@@ -178,7 +180,7 @@ func toolTestCopy(m map[string]any) map[string]any {
 }
 
 // toolTestCheckError asserts the exact code, rule and status of e.
-func toolTestCheckError(t *testing.T, e *Error, code, rule string, status int) {
+func toolTestCheckError(t *testing.T, e *apierr.Error, code, rule string, status int) {
 	t.Helper()
 	if e == nil {
 		t.Fatalf("no error; want %s [%s] %d", code, rule, status)
@@ -281,7 +283,7 @@ func TestToolJWTKeyLookup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	token := toolTestSign(t, toolTestHeader(), toolTestDLClaims(), tool)
-	for name, kf := range map[string]KeyFunc{"error": toolTestDownKeyFunc, "nil key": nilKey, "zero key": zeroKey, "canceled": canceled} {
+	for name, kf := range map[string]lti.KeyFunc{"error": toolTestDownKeyFunc, "nil key": nilKey, "zero key": zeroKey, "canceled": canceled} {
 		t.Run("P-DLR-01 key set "+name, func(t *testing.T) {
 			r, e := VerifyDeepLinkingResponse(ctx, token, toolTestDLRequest(), kf, toolTestNow, toolTestSkew)
 			toolTestCheckError(t, e, CodeKeySetUnavailable, "P-DLR-01", 503)

@@ -75,7 +75,7 @@ func (p *Platform) Authorize(w http.ResponseWriter, r *http.Request) {
 
 // checkAuthorization runs the checks that answer to the redirect_uri: §1.7 in order, then
 // the message hint (P-AUTH-10), its binding (P-AUTH-05, P-AUTH-09) and the nonce window.
-func (p *Platform) checkAuthorization(req ltiplatform.AuthRequest, now time.Time) (*ltiplatform.Payload, *ltiplatform.Error) {
+func (p *Platform) checkAuthorization(req ltiplatform.AuthRequest, now time.Time) (*ltiplatform.Payload, *httpapi.Error) {
 	if e := ltiplatform.CheckAuthRequest(req); e != nil {
 		return nil, e
 	}

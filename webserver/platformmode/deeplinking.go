@@ -63,7 +63,7 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 		AcceptMultiple: ret.AcceptMultiple, AcceptLineItem: ret.AcceptLineItem,
 	}, p.keyFunc(t), now, p.opts.ClockSkew)
 	if pe != nil {
-		p.deepLinkingPage(w, r, fromProtocol(pe))
+		p.deepLinkingPage(w, r, pe)
 		return
 	}
 	// The nonce is remembered until the response expires: a response valid for longer than

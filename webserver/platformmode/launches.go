@@ -233,7 +233,7 @@ func (p *Platform) answer(d *ltiplatform.LaunchData) (*IDTokenAnswer, *httpapi.E
 	}
 	claims, pe := ltiplatform.IDTokenClaims(mp, d)
 	if pe != nil {
-		return nil, fromProtocol(pe)
+		return nil, pe
 	}
 	// Only a payload that made an id_token is used up: bad launch data can be corrected.
 	if !p.replays.Use("payload\x00"+pl.ID, time.Unix(pl.ExpiresAt, 0), now) {

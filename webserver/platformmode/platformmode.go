@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rsa"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,7 +24,7 @@ import (
 
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/httpapi"
-	"github.com/ltiop/ltiop/webserver/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/lti"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
@@ -186,18 +185,8 @@ func (p *Platform) usableTool(id string) (*registry.Tool, *httpapi.Error) {
 }
 
 // keyFunc resolves the tool's public keys for the protocol checks.
-func (p *Platform) keyFunc(t *registry.Tool) ltiplatform.KeyFunc {
-	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) {
-		k, err := p.keys.ToolKey(ctx, t, kid)
-		if errors.Is(err, registry.ErrUnknownKey) {
-			return nil, ltiplatform.ErrUnknownKey
-		}
-		return k, err
-	}
-}
-
-func fromProtocol(e *ltiplatform.Error) *httpapi.Error {
-	return httpapi.Errorf(e.Status, e.Code, e.Description)
+func (p *Platform) keyFunc(t *registry.Tool) lti.KeyFunc {
+	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) { return p.keys.ToolKey(ctx, t, kid) }
 }
 
 // withQuery appends name=value to the query of base.

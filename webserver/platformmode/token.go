@@ -45,12 +45,12 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
-		p.tokenError(w, &ltiplatform.Error{Status: 400, Code: httpapi.CodeUnsupportedMedia, OAuth: ltiplatform.OAuthInvalidRequest,
+		p.tokenError(w, &httpapi.Error{Status: 400, Code: httpapi.CodeUnsupportedMedia, OAuth: ltiplatform.OAuthInvalidRequest,
 			Description: "The token request must be application/x-www-form-urlencoded."})
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		p.tokenError(w, &ltiplatform.Error{Status: 400, Code: httpapi.CodeInvalidBody, OAuth: ltiplatform.OAuthInvalidRequest,
+		p.tokenError(w, &httpapi.Error{Status: 400, Code: httpapi.CodeInvalidBody, OAuth: ltiplatform.OAuthInvalidRequest,
 			Description: "The form body could not be read."})
 		return
 	}
@@ -65,13 +65,13 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.ClientID != "" && req.ClientID != clientID { // RFC 7521 §4.2: the same client
-		p.tokenError(w, &ltiplatform.Error{Status: 401, Code: ltiplatform.CodeIssuerMismatch, OAuth: ltiplatform.OAuthInvalidClient,
+		p.tokenError(w, &httpapi.Error{Status: 401, Code: ltiplatform.CodeIssuerMismatch, OAuth: ltiplatform.OAuthInvalidClient,
 			Rule: "P-TOK-04", Description: "client_id names another client than the assertion."})
 		return
 	}
 	t := p.tools.ByClientID(clientID)
 	if !t.Usable() { // P-TOK-04
-		p.tokenError(w, &ltiplatform.Error{Status: 401, Code: ltiplatform.CodeUnknownClient, OAuth: ltiplatform.OAuthInvalidClient,
+		p.tokenError(w, &httpapi.Error{Status: 401, Code: ltiplatform.CodeUnknownClient, OAuth: ltiplatform.OAuthInvalidClient,
 			Rule: "P-TOK-04", Description: "The assertion's issuer is not an active registered tool."})
 		return
 	}
@@ -83,7 +83,7 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 	}
 	// P-TOK-07: an assertion is good for one token.
 	if !p.replays.Use("jti\x00"+t.ClientID+"\x00"+a.JTI, a.Expires.Add(p.opts.ClockSkew), now) {
-		p.tokenError(w, &ltiplatform.Error{Status: 401, Code: "ASSERTION_REPLAYED", OAuth: ltiplatform.OAuthInvalidClient,
+		p.tokenError(w, &httpapi.Error{Status: 401, Code: "ASSERTION_REPLAYED", OAuth: ltiplatform.OAuthInvalidClient,
 			Rule: "P-TOK-07", Description: "This client assertion (jti) was already used."})
 		return
 	}
@@ -99,14 +99,15 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 		ToolID: t.ID, DeploymentID: t.DeploymentID,
 	})
 	if he != nil {
-		p.tokenError(w, &ltiplatform.Error{Status: he.Status, Code: he.Code, OAuth: ltiplatform.OAuthTemporarilyUnavailable, Description: he.Description})
+		he.OAuth = ltiplatform.OAuthTemporarilyUnavailable // p.sign made he for this request
+		p.tokenError(w, he)
 		return
 	}
 	count("token", "ok")
 	httpapi.WriteJSON(w, http.StatusOK, tokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second), Scope: scope})
 }
 
-func (p *Platform) tokenError(w http.ResponseWriter, e *ltiplatform.Error) {
+func (p *Platform) tokenError(w http.ResponseWriter, e *httpapi.Error) {
 	count("token", e.Code)
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_client"`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rsa"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,12 +17,8 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/version"
+	"github.com/ltiop/ltiop/webserver/lti"
 )
-
-// ErrUnknownKey means the platform has no usable key with the requested kid, even after
-// refetching its key set. Any other error from PeerKeys.Key means the key set could
-// not be obtained: an outage on the platform's side, not a bad token (T-JWKS-03).
-var ErrUnknownKey = errors.New("the platform has no key with this kid")
 
 // Key-set cache bounds: max-age is honoured within them (T-JWKS-01).
 const (
@@ -64,7 +59,10 @@ type keySet struct {
 	lastFetch time.Time
 }
 
-// PlatformKey returns the key of platform p with the given kid.
+// PlatformKey returns the key of platform p with the given kid, as an lti.KeyFunc does:
+// lti.ErrUnknownKey when p has no usable key with that kid, even after refetching its key
+// set; any other error when the key set could not be obtained, an outage on the platform's
+// side rather than a bad token (T-JWKS-03).
 func (pk *PeerKeys) PlatformKey(ctx context.Context, p *Platform, kid string) (*rsa.PublicKey, error) {
 	return pk.keyOf(ctx, p.ID, p.Spec.AuthConfig, p.staticKey, p.staticKID, p.staticKeyErr, kid)
 }
@@ -78,7 +76,7 @@ func (pk *PeerKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, s
 			return nil, fmt.Errorf("registration %s: %w", id, staticErr)
 		}
 		if staticKID != "" && staticKID != kid {
-			return nil, ErrUnknownKey
+			return nil, lti.ErrUnknownKey
 		}
 		return static, nil
 	case ltiv1.AuthMethodJWKSet:
@@ -109,7 +107,7 @@ func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKe
 	case found && fresh:
 		return key, nil
 	case fresh && now.Sub(set.lastFetch) < refetchInterval:
-		return nil, ErrUnknownKey // refetched a moment ago: the kid really is unknown
+		return nil, lti.ErrUnknownKey // refetched a moment ago: the kid really is unknown
 	}
 	if err := pk.fetch(ctx, url, set, now); err != nil {
 		if found {
@@ -120,7 +118,7 @@ func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKe
 	if key, found = set.keys[kid]; found {
 		return key, nil
 	}
-	return nil, ErrUnknownKey
+	return nil, lti.ErrUnknownKey
 }
 
 // fetch loads the key set; the caller holds set.mu.

@@ -19,6 +19,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
+	"github.com/ltiop/ltiop/webserver/lti"
 )
 
 // jwkMap renders a public key as a JWK with the given extra members.
@@ -98,7 +99,7 @@ func TestKeySetIsCachedAndUnknownKidRefetchedOnceRateLimited(t *testing.T) {
 	}
 	hits := lms.hits.Load()
 	for range 5 {
-		if _, err := pk.PlatformKey(ctx, p, "nope"); !errors.Is(err, ErrUnknownKey) {
+		if _, err := pk.PlatformKey(ctx, p, "nope"); !errors.Is(err, lti.ErrUnknownKey) {
 			t.Fatalf("T-TOK-08: an unknown kid is ErrUnknownKey, got %v", err)
 		}
 	}
@@ -134,7 +135,7 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 	ctx := context.Background()
 
 	lms.fail.Store(true)
-	if _, err := pk.PlatformKey(ctx, p, "k1"); err == nil || errors.Is(err, ErrUnknownKey) {
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err == nil || errors.Is(err, lti.ErrUnknownKey) {
 		t.Fatalf("T-JWKS-03: a key set that cannot be fetched is an outage, got %v", err)
 	}
 	lms.fail.Store(false)
@@ -201,7 +202,7 @@ func TestStaticKeys(t *testing.T) {
 		r.Apply(reg)
 		got, err := pk.PlatformKey(ctx, r.Get("static"), tc.kid)
 		if tc.wantUnkown {
-			if !errors.Is(err, ErrUnknownKey) {
+			if !errors.Is(err, lti.ErrUnknownKey) {
 				t.Errorf("%s: err = %v, want ErrUnknownKey", tc.name, err)
 			}
 			continue

@@ -17,13 +17,26 @@ func (t *Tool) DeepLinkingForm(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	form, err := lti.DeepLinkingForm(target, jwt)
+	form, err := deepLinkingForm(target, jwt)
 	if err != nil {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadGateway, httpapi.CodeUpstream,
 			"The platform's deep_link_return_url cannot be used: "+err.Error()))
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"form": form})
+}
+
+// deepLinkingForms make the form DeepLinkingForm returns. Its id is documented
+// (openapi.json): integrators whose Content-Security-Policy blocks the form's inline script
+// submit it by this id.
+var deepLinkingForms = httpapi.NewAutoPost("ltiop-deep-linking-response")
+
+// deepLinkingForm is the HTML fragment that returns a deep-linking response: a form that
+// POSTs the single field JWT (T-DL-01) to the platform's return URL, query kept (T-DL-11),
+// both escaped by html/template (T-DL-10). lti.DeepLinkingResponse has already refused a
+// return URL that is not absolute http(s).
+func deepLinkingForm(returnURL, jwt string) (string, error) {
+	return deepLinkingForms.Form(returnURL, []httpapi.Field{{Name: "JWT", Value: jwt}})
 }
 
 // DeepLinkingMessage serves POST /api/deeplinking (and /api/deeplinking/message):
@@ -58,12 +71,12 @@ func (t *Tool) deepLinkingResponse(r *http.Request) (string, string, *httpapi.Er
 		Items: items, Options: options, Now: t.now(),
 	})
 	var itemErr *lti.ContentItemError
-	var ltiErr *lti.Error
+	var ltiErr *httpapi.Error
 	switch {
 	case errors.As(err, &itemErr): // validated against the launch's settings before signing
 		return "", "", httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, itemErr.Error()+".")
 	case errors.As(err, &ltiErr):
-		return "", "", httpapi.Errorf(ltiErr.Status, ltiErr.Code, ltiErr.Description)
+		return "", "", ltiErr
 	case err != nil:
 		return "", "", httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The deep-linking response could not be built.")
 	}

@@ -128,7 +128,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		Skew:                  max(t.opts.ClockSkew, time.Nanosecond), // zero means none, not the default
 	})
 	if verr != nil {
-		t.fail(w, r, httpapi.Errorf(verr.Status, verr.Code, verr.Description))
+		t.fail(w, r, verr)
 		return
 	}
 
@@ -253,13 +253,7 @@ func withLtik(destination, ltik string) string {
 	return u.String()
 }
 
-// keyFunc adapts the platform key resolver to the validator.
+// keyFunc is the validator's view of platform p's keys.
 func (t *Tool) keyFunc(p *registry.Platform) lti.KeyFunc {
-	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) {
-		k, err := t.keys.PlatformKey(ctx, p, kid)
-		if errors.Is(err, registry.ErrUnknownKey) {
-			return nil, fmt.Errorf("%w: %s", lti.ErrUnknownKey, kid)
-		}
-		return k, err
-	}
+	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) { return t.keys.PlatformKey(ctx, p, kid) }
 }
