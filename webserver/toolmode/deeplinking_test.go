@@ -1,125 +1,139 @@
-package toolmode
+package toolmode_test
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"html"
+	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/ltiop/ltiop/internal/keys"
-	"github.com/ltiop/ltiop/webserver/lti"
+	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
-// dlFormToken is a real LtiDeepLinkingResponse (one ltiResourceLink item) and its return
-// URL, made once: the form tests need its size and alphabet, not its claims.
-var dlFormToken = sync.OnceValues(func() ([2]string, error) {
-	key, err := keys.Generate()
-	if err != nil {
-		return [2]string{}, err
-	}
-	c, err := lti.ParseClaims([]byte(`{"iss":"https://platform.example.edu","aud":"962fa4d8-bcbf-49a0-94b2-2de05ad274af",` +
-		`"sub":"a6d5c443-1f51-4783-ba1a-7686ffe3b54a","nonce":"n-0S6_WzA2Mj",` +
-		`"https://purl.imsglobal.org/spec/lti/claim/message_type":"LtiDeepLinkingRequest",` +
-		`"https://purl.imsglobal.org/spec/lti/claim/version":"1.3.0",` +
-		`"https://purl.imsglobal.org/spec/lti/claim/deployment_id":"07940580-b309-415e-a37c-914d387c1150",` +
-		`"https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings":{` +
-		`"deep_link_return_url":"https://platform.example/deep_links?course=42&sesskey=abc",` +
-		`"accept_types":["ltiResourceLink"],"accept_presentation_document_targets":["iframe"],` +
-		`"data":"csrftoken:c7fbba78-7b75-46e3-9201-11e6d5f36f53"}}`))
-	if err != nil {
-		return [2]string{}, err
-	}
-	item := lti.ContentItem{Type: lti.ContentItemLTIResourceLink, Title: "Quiz 12", URL: "https://tool.example.com/lti/launch?quiz=12",
-		Custom: map[string]string{"quiz_id": "az-123", "due": "$ResourceLink.submission.endDateTime", "empty": ""}}
-	jwt, ret, err := lti.DeepLinkingResponse(lti.DeepLinkingResponseParams{Request: c,
-		ClientID: "962fa4d8-bcbf-49a0-94b2-2de05ad274af", KID: "tool-2025-06-01", Key: key,
-		Items: []lti.ContentItem{item}, Now: time.Unix(1700000000, 0)})
-	return [2]string{jwt, ret}, err
-})
+const claimDLSettings = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 
-func dlTestToken(tb testing.TB) (jwt, returnURL string) {
-	tb.Helper()
-	v, err := dlFormToken()
-	if err != nil {
-		tb.Fatal(err)
+var (
+	dlAction = regexp.MustCompile(`action="([^"]*)"`)
+	dlJWT    = regexp.MustCompile(`name="JWT" value="([^"]*)"`)
+)
+
+// jwtHeader decodes the protected header of a compact JWS.
+func jwtHeader(t *testing.T, jwt string) map[string]any {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(strings.Split(jwt, ".")[0])
+	var h map[string]any
+	if err != nil || json.Unmarshal(b, &h) != nil {
+		t.Fatalf("not a JWS: %q", jwt)
 	}
-	return v[0], v[1]
+	return h
 }
 
-func TestDeepLinkingFormT_DL_01_OneFieldNamedJWT(t *testing.T) {
-	tok, returnURL := dlTestToken(t)
-	form, err := deepLinkingForm(returnURL, tok)
-	if err != nil {
-		t.Fatal(err)
+// POST /api/deeplinking/form: a self-submitting form whose JWT the platform accepts
+// (T-DL-01, T-DL-02, T-DL-11 the return URL verbatim, T-JWKS-04 the key's kid).
+func TestDeepLinkingForm(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.services = true })
+	ltik := rg.deepLinkingLaunch(t, nil)
+	res := rg.call(t, nil, "POST", "/api/deeplinking/form", ltikAuth(ltik), map[string]any{
+		"contentItems": []any{map[string]any{
+			"type": "ltiResourceLink", "title": "Quiz 3", "url": rg.ltiop.URL + "/lti/launch?quiz=3",
+			"custom": map[string]any{"quiz": "3"},
+		}},
+		"options": map[string]any{"message": "Added Quiz 3"},
+	})
+	if res.Status != http.StatusOK {
+		t.Fatalf("form: %d %s", res.Status, res.Body)
 	}
-	inputs := regexp.MustCompile(`<input\b[^>]*>`).FindAllString(form, -1)
-	if len(inputs) != 1 {
-		t.Fatalf("want exactly one input, got %d in %s", len(inputs), form)
+	form, _ := res.json(t)["form"].(string)
+	action, jwt := dlAction.FindStringSubmatch(form), dlJWT.FindStringSubmatch(form)
+	if action == nil || jwt == nil {
+		t.Fatalf("form %s", form)
 	}
-	if !strings.Contains(inputs[0], `name="JWT"`) || !strings.Contains(inputs[0], `value="`+tok+`"`) ||
-		!strings.Contains(inputs[0], `type="hidden"`) {
-		t.Errorf("input %s: want a hidden field JWT holding the token", inputs[0])
+	want := rg.lms.Issuer + lmssim.DeepLinkReturnPath + "?" + lmssim.DeepLinkReturnQuery
+	if got := html.UnescapeString(action[1]); got != want {
+		t.Fatalf("form posts to %q, want %q", got, want)
 	}
-	for _, want := range []string{
-		`<form id="ltiop-deep-linking-response" `, `method="post"`,
-		`<noscript><button type="submit">`,
-		`<script>document.getElementById('ltiop-deep-linking-response').submit()</script>`,
+	if kid := jwtHeader(t, jwt[1])["kid"]; kid != rg.reg.Get("bench").Key.KID {
+		t.Fatalf("kid %v is not the registration's key", kid)
+	}
+	postRes, err := http.PostForm(html.UnescapeString(action[1]), url.Values{"JWT": {html.UnescapeString(jwt[1])}})
+	posted := read(t, postRes, err)
+	if posted.Status != http.StatusOK {
+		t.Fatalf("the platform refused the response: %d %s", posted.Status, posted.Body)
+	}
+	got := rg.lms.DeepLinkResponses()
+	if len(got) != 1 || got[0]["https://purl.imsglobal.org/spec/lti-dl/claim/msg"] != "Added Quiz 3" {
+		t.Fatalf("the platform received %v", got)
+	}
+}
+
+// POST /api/deeplinking (and /message): the signed message and its target, for
+// integrators that build the form; an empty selection is a valid answer (T-DL-07).
+func TestDeepLinkingMessage(t *testing.T) {
+	rg := newRig(t)
+	ltik := rg.deepLinkingLaunch(t, nil)
+	for _, path := range []string{"/api/deeplinking", "/api/deeplinking/message"} {
+		res := rg.call(t, nil, "POST", path, ltikAuth(ltik), map[string]any{"contentItems": []any{}})
+		if res.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, res.Status, res.Body)
+		}
+		m := res.json(t)
+		if m["target"] != rg.lms.Issuer+lmssim.DeepLinkReturnPath+"?"+lmssim.DeepLinkReturnQuery {
+			t.Fatalf("%s: target %v", path, m["target"])
+		}
+		if msg, _ := m["message"].(string); jwtHeader(t, msg)["alg"] != "RS256" {
+			t.Fatalf("%s: message %v", path, m["message"])
+		}
+	}
+}
+
+// Refusals of a deep-linking response; the platform receives nothing.
+func TestDeepLinkingRefusals(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.services = true })
+	dl := rg.deepLinkingLaunch(t, nil)
+	single := rg.deepLinkingLaunch(t, func(c map[string]any) { c[claimDLSettings].(map[string]any)["accept_multiple"] = false })
+	resourceLink := rg.launchWith(t, nil)
+	link := func(u string) map[string]any { return map[string]any{"type": "link", "url": u} }
+	for _, tc := range []struct {
+		name, ltik string
+		body       any
+		status     int
+		code, says string
+	}{
+		{"a resource-link launch", resourceLink, map[string]any{"contentItems": []any{}}, 403, toolmode.CodeServiceNotAvailable, "LtiDeepLinkingRequest"},
+		{"an item without its url", dl, map[string]any{"contentItems": []any{map[string]any{"type": "link"}}}, 400, "INVALID_PARAMETERS", "contentItems[0].url"},
+		{"T-DL-04 a type the platform does not accept", dl, map[string]any{"contentItems": []any{map[string]any{"type": "file", "url": "https://x.example/f"}}}, 400, "INVALID_PARAMETERS", "file"},
+		{"T-DL-05 two items when one is accepted", single, map[string]any{"contentItems": []any{link("https://a.example"), link("https://b.example")}}, 400, "INVALID_PARAMETERS", ""},
+		{"not JSON", dl, "{", 400, "INVALID_REQUEST_BODY", ""},
 	} {
-		if !strings.Contains(form, want) {
-			t.Errorf("form lacks %s:\n%s", want, form)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			for _, path := range []string{"/api/deeplinking/form", "/api/deeplinking"} {
+				header := ltikAuth(tc.ltik)
+				if _, ok := tc.body.(string); ok {
+					header["Content-Type"] = "application/json"
+				}
+				res := rg.call(t, nil, "POST", path, header, tc.body)
+				wantError(t, res, tc.status, tc.code)
+				if !strings.Contains(description(t, res), tc.says) {
+					t.Fatalf("the description %q does not say %q", description(t, res), tc.says)
+				}
+			}
+		})
 	}
-	if n := strings.Count(form, "<form"); n != 1 {
-		t.Errorf("%d forms", n)
-	}
-}
-
-func TestDeepLinkingFormT_DL_10_Escapes(t *testing.T) {
-	hostileJWT := `a.b.c"><script>alert(1)</script>`
-	form, err := deepLinkingForm("https://lms.example/deep_links?x=1", hostileJWT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(form, "<script>alert") || strings.Contains(form, `c">`) {
-		t.Errorf("the JWT is not escaped: %s", form)
-	}
-	if !strings.Contains(form, `value="a.b.c&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`) {
-		t.Errorf("unexpected escaping: %s", form)
-	}
-	quoteURL := `https://lms.example/deep_links?q="><script>x</script>`
-	if form, err := deepLinkingForm(quoteURL, "a.b.c"); err == nil && strings.Contains(form, `"><script>x`) {
-		t.Errorf("the action is not escaped: %s", form)
-	}
-	// lti.DeepLinkingResponse refuses these return URLs first (T-DL-11); the form does too.
-	for _, bad := range []string{"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<b>x</b>",
-		"//lms.example/deep_links", "/deep_links", "", "https://", "ftp://lms.example/x"} {
-		if form, err := deepLinkingForm(bad, "a.b.c"); err == nil {
-			t.Errorf("%q accepted: %s", bad, form)
-		}
-	}
-}
-
-func TestDeepLinkingFormT_DL_11_ActionIsTheReturnURL(t *testing.T) {
-	canvas := "https://canvas.example.edu/courses/6/deep_linking_response?data=eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJub25jZSI6IjJjNzEifQ.oLJ-mERLRbnPrXKlIFckI6PwdVP3AK7yuZ7YAXwfA5c"
-	moodle := "http://moodle.example.edu/mod/lti/contentitem_return.php?course=42&id=7&sesskey=abc"
-	for _, ret := range []string{canvas, moodle, "https://lms.example/deep_links?course=42&sesskey=abc"} {
-		form, err := deepLinkingForm(ret, "a.b.c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if action := `action="` + strings.ReplaceAll(ret, "&", "&amp;") + `"`; !strings.Contains(form, action) {
-			t.Errorf("form %s: want %s", form, action)
-		}
-	}
-}
-
-func BenchmarkDeepLinkingForm(b *testing.B) {
-	tok, ret := dlTestToken(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := deepLinkingForm(ret, tok); err != nil {
-			b.Fatal(err)
-		}
+	t.Run("a body that is not JSON", func(t *testing.T) {
+		res := rg.call(t, nil, "POST", "/api/deeplinking/form", map[string]string{
+			"Authorization": ltikAuth(dl)["Authorization"], "Content-Type": "text/plain"}, "items")
+		wantError(t, res, 415, "UNSUPPORTED_MEDIA_TYPE")
+	})
+	t.Run("a service key", func(t *testing.T) {
+		key := rg.serviceKeyOf(t, dl)
+		res := rg.call(t, nil, "POST", "/api/deeplinking/form", serviceAuth(key), map[string]any{"contentItems": []any{}})
+		wantError(t, res, 401, toolmode.CodeInvalidLtikAuth)
+	})
+	if got := rg.lms.DeepLinkResponses(); len(got) != 0 {
+		t.Fatalf("the platform received %v", got)
 	}
 }

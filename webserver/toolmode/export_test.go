@@ -1,5 +1,11 @@
 package toolmode
 
+import (
+	"time"
+
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
 // ForgetOpenedLtiks empties the cache of opened ltiks, so a benchmark can measure the
 // cold path of a request.
 func ForgetOpenedLtiks(t *Tool) {
@@ -10,4 +16,18 @@ func ForgetOpenedLtiks(t *Tool) {
 		delete(c.entries, k)
 	}
 	c.order, c.next = c.order[:0], 0
+}
+
+// SetClock replaces the tool's clock. Call it before the tool serves a request.
+func SetClock(t *Tool, now func() time.Time) { t.now = now }
+
+// ResealState opens a state this tool issued and seals the same login again: a second
+// state (another token id) with the same nonce, so that the nonce replay check can be
+// reached without the state replay check answering first.
+func ResealState(t *Tool, state string) (string, error) {
+	payload, _, err := t.keyring.Open(sessions.PurposeState, state, t.now())
+	if err != nil {
+		return "", err
+	}
+	return t.keyring.Seal(sessions.PurposeState, payload, stateTTL)
 }

@@ -1,0 +1,300 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/webserver/admin"
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/registry"
+)
+
+const namespace = "ltiop"
+
+// toolKeyPEM is a real RSA tool key, generated once: the registry parses it as the
+// controller's key Secret.
+var toolKeyPEM = sync.OnceValue(func() []byte {
+	private, err := keys.Generate()
+	if err != nil {
+		panic(err)
+	}
+	pemBytes, err := keys.EncodePrivateKey(private)
+	if err != nil {
+		panic(err)
+	}
+	return pemBytes
+})
+
+// harness serves the platforms API on loopback. Writes go to controller-runtime's fake
+// client, standing in for the API server; the registry (the read side) is fed by hand
+// from what was written, as the informers and the controller would: the registration,
+// Ready for its generation, and its key Secret.
+type harness struct {
+	t   *testing.T
+	reg *registry.Registry
+	k8s client.Client // the fake API server, without interception
+	api *httptest.Server
+
+	failWrite     atomic.Pointer[error] // the next write fails with this, changing nothing
+	feed          atomic.Bool           // writes are shown in the registry (default true)
+	keyDelay      atomic.Int64          // the controller's key Secret follows after this long
+	deleteOnWrite atomic.Bool           // an update is answered by the registration's deletion
+	writes        atomic.Int32          // writes that reached the fake API server
+}
+
+type harnessConfig struct {
+	devMode bool
+	keyWait time.Duration
+}
+
+func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
+	t.Helper()
+	cfg := harnessConfig{keyWait: 500 * time.Millisecond}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	scheme := runtime.NewScheme()
+	if err := ltiv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, reg: registry.New()}
+	h.feed.Store(true)
+	h.k8s = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&ltiv1.PlatformRegistration{}).
+		WithReturnManagedFields().Build()
+	writer := interceptor.NewClient(h.k8s.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := h.refuse(); err != nil {
+				return err
+			}
+			obj.SetUID(types.UID("uid-" + rand.String(8))) // as the API server assigns it
+			obj.SetGeneration(1)
+			obj.SetCreationTimestamp(metav1.Now())
+			if err := c.Create(ctx, obj, opts...); err != nil {
+				return err
+			}
+			h.show(ctx, obj.GetName())
+			return nil
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if err := h.refuse(); err != nil {
+				return err
+			}
+			if err := c.Apply(ctx, obj, opts...); err != nil {
+				return err
+			}
+			h.showAfterUpdate(ctx, obj)
+			return nil
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := h.refuse(); err != nil {
+				return err
+			}
+			if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			h.showAfterUpdate(ctx, obj)
+			return nil
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if err := h.refuse(); err != nil {
+				return err
+			}
+			if err := c.Delete(ctx, obj, opts...); err != nil {
+				return err
+			}
+			if h.feed.Load() {
+				h.reg.Forget(obj)
+			}
+			return nil
+		},
+	})
+	h.k8s = writer // the tests read through it too; reads are not intercepted
+	p := &admin.Platforms{Registry: h.reg, Client: writer, Namespace: namespace, DevMode: cfg.devMode, KeyWait: cfg.keyWait}
+	mux := http.NewServeMux()
+	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
+		mux.HandleFunc("GET "+prefix, p.List)
+		mux.HandleFunc("POST "+prefix, p.Create)
+		mux.HandleFunc("GET "+prefix+"/{id}", p.Get)
+		mux.HandleFunc("PUT "+prefix+"/{id}", p.Update)
+		mux.HandleFunc("DELETE "+prefix+"/{id}", p.Delete)
+		mux.HandleFunc("POST "+prefix+"/{id}/activate", p.Activate)
+		mux.HandleFunc("POST "+prefix+"/{id}/deactivate", p.Deactivate)
+	}
+	h.api = httptest.NewServer(httpapi.LimitBody(64 << 10)(mux))
+	t.Cleanup(h.api.Close)
+	return h
+}
+
+// refuse returns the failure set for the next write, if any.
+func (h *harness) refuse() error {
+	if err := h.failWrite.Swap(nil); err != nil {
+		return *err
+	}
+	h.writes.Add(1)
+	return nil
+}
+
+// failNextWrite makes the next write fail with err.
+func (h *harness) failNextWrite(err error) { h.failWrite.Store(&err) }
+
+// show feeds the registry with the stored registration, Ready for its generation, and
+// (after keyDelay) its key Secret.
+func (h *harness) show(ctx context.Context, name string) {
+	if !h.feed.Load() {
+		return
+	}
+	var pr ltiv1.PlatformRegistration
+	if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pr); err != nil {
+		h.t.Errorf("reading back %s: %v", name, err)
+		return
+	}
+	pr.Status.Conditions = []metav1.Condition{{Type: ltiv1.ConditionReady, Status: metav1.ConditionTrue,
+		ObservedGeneration: pr.Generation, Reason: ltiv1.ReasonReady}}
+	h.reg.Apply(&pr)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-tool-key", Namespace: namespace, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: ltiv1.GroupVersion.String(), Kind: "PlatformRegistration", Name: name, UID: pr.UID, Controller: ptr.To(true)}}},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: toolKeyPEM()},
+	}
+	if d := time.Duration(h.keyDelay.Load()); d > 0 {
+		time.AfterFunc(d, func() { h.reg.ApplySecret(func(string, ...any) {}, secret) })
+		return
+	}
+	h.reg.ApplySecret(func(string, ...any) {}, secret)
+}
+
+func (h *harness) showAfterUpdate(ctx context.Context, obj any) {
+	name := ""
+	switch o := obj.(type) {
+	case client.Object:
+		name = o.GetName()
+	default:
+		b, _ := json.Marshal(o)
+		var m struct{ Metadata struct{ Name string } }
+		_ = json.Unmarshal(b, &m)
+		name = m.Metadata.Name
+	}
+	if h.deleteOnWrite.Load() {
+		if p := h.reg.Get(name); p != nil {
+			h.reg.Forget(&ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Name: name, UID: p.UID}})
+		}
+		return
+	}
+	h.show(ctx, name)
+}
+
+// stored returns the registrations the fake API server holds.
+func (h *harness) stored() []ltiv1.PlatformRegistration {
+	h.t.Helper()
+	var list ltiv1.PlatformRegistrationList
+	if err := h.k8s.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
+		h.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// get returns the stored registration name.
+func (h *harness) get(name string) *ltiv1.PlatformRegistration {
+	h.t.Helper()
+	var pr ltiv1.PlatformRegistration
+	if err := h.k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &pr); err != nil {
+		h.t.Fatalf("registration %s: %v", name, err)
+	}
+	return &pr
+}
+
+type reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("%d %s: %v", r.Status, r.Body, err)
+	}
+	return m
+}
+
+// call sends a request; a body that is not a string is sent as JSON.
+func (h *harness) call(method, path string, body any, header ...string) reply {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		s, ok := body.(string)
+		if !ok {
+			b, err := json.Marshal(body)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			s = string(b)
+		}
+		rd = strings.NewReader(s)
+	}
+	req, err := http.NewRequest(method, h.api.URL+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return reply{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// wantError checks an error envelope's status and code and returns its description.
+func wantError(t *testing.T, r reply, status int, code string) string {
+	t.Helper()
+	var env httpapi.Envelope
+	if err := json.Unmarshal(r.Body, &env); err != nil {
+		t.Fatalf("%d, not an error envelope: %s", r.Status, r.Body)
+	}
+	if r.Status != status || env.Status != status || env.Error != http.StatusText(status) || env.Details.Message != code || env.Details.Description == "" {
+		t.Fatalf("%d %s, want %d %s", r.Status, r.Body, status, code)
+	}
+	return env.Details.Description
+}
+
+var errAPIServerDown = errors.New("dial tcp 10.96.0.1:443: connect: connection refused")
+
+// update changes a stored registration directly (as kubectl would) and shows it.
+func (h *harness) update(name string, change func(*ltiv1.PlatformRegistration)) {
+	h.t.Helper()
+	pr := h.get(name)
+	change(pr)
+	if err := h.k8s.Update(context.Background(), pr); err != nil {
+		h.t.Fatal(err)
+	}
+	h.show(context.Background(), name)
+}

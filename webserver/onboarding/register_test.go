@@ -1,0 +1,343 @@
+package onboarding_test
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/outbound"
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/simulators/lmssim"
+)
+
+var scriptNonce = regexp.MustCompile(`<script nonce="([^"]+)"`)
+
+// T-DR-03..T-DR-07: /lti/register fetches the platform's configuration with the
+// registration token, registers ltiop, records an inactive registration with the
+// platform's endpoints and the deployment where the platform put it, and answers the
+// closing page.
+func TestRegister(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		mode       lmssim.DeploymentMode
+		deployment bool
+	}{
+		{"Canvas-style: deployment_id at the top level", lmssim.DeploymentTopLevel, true},
+		{"Moodle-style: deployment_id in the tool configuration", lmssim.DeploymentInToolConfig, true},
+		{"Brightspace-style: no deployment_id", lmssim.DeploymentAbsent, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *harnessConfig) { c.mode = tc.mode })
+			res := h.open(h.start(), false)
+			if res.Status != http.StatusOK || !strings.Contains(res.Body, "org.imsglobal.lti.close") {
+				t.Fatalf("register: %d %s", res.Status, res.Body)
+			}
+			nonce := scriptNonce.FindStringSubmatch(res.Body)
+			if nonce == nil || !strings.Contains(res.Header.Get("Content-Security-Policy"), "'nonce-"+nonce[1]+"'") ||
+				res.Header.Get("Cache-Control") != "no-store" {
+				t.Fatalf("closing page headers %v", res.Header)
+			}
+
+			sent := h.lms.Registrations() // T-DR-04
+			if len(sent) != 1 {
+				t.Fatalf("the platform received %d registrations", len(sent))
+			}
+			if !reflect.DeepEqual(sent[0]["redirect_uris"], []any{publicURL + paths.Launch}) ||
+				sent[0]["initiate_login_uri"] != publicURL+paths.Login || sent[0]["jwks_uri"] != publicURL+paths.Keys {
+				t.Fatalf("registration sent %v", sent[0])
+			}
+
+			pr := h.only() // T-DR-06
+			want := ltiv1.PlatformRegistrationSpec{
+				URL: ltiv1.EndpointURL(h.lmsURL), ClientID: "dr-client", Name: pr.Spec.Name,
+				AuthenticationEndpoint: ltiv1.EndpointURL(h.lmsURL + lmssim.AuthPath),
+				AccesstokenEndpoint:    ltiv1.EndpointURL(h.lmsURL + lmssim.TokenPath),
+				AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: h.lmsURL + lmssim.JWKSPath},
+				Active:                 ptr.To(false),
+			}
+			if !reflect.DeepEqual(pr.Spec, want) || !strings.Contains(pr.Spec.Name, strings.TrimPrefix(h.lmsURL, "http://")) {
+				t.Fatalf("stored %+v, want %+v", pr.Spec, want)
+			}
+			if got := pr.Status.DeploymentIDs; tc.deployment != slices.Equal(got, []string{"dr-deployment"}) || !tc.deployment && len(got) != 0 {
+				t.Fatalf("T-DR-05: status.deploymentIds %v", got)
+			}
+			managers := map[string]bool{}
+			for _, m := range pr.ManagedFields {
+				managers[m.Manager] = true
+			}
+			if !managers["ltiop-registration"] || tc.deployment != managers["ltiop-launch"] {
+				t.Fatalf("field managers %v", managers)
+			}
+		})
+	}
+}
+
+// T-DR-06: a token audience other than the token endpoint is kept; AutoActivate makes
+// the registration active at once.
+func TestRegisterWithAuthorizationServerAndAutoActivate(t *testing.T) {
+	h := newHarness(t, func(c *harnessConfig) {
+		c.opts.AutoActivate = true
+		c.lms = func(l *lmssim.LMS) { l.TokenAudience = "https://auth.lms.example/token" }
+	})
+	if res := h.open(h.start(), false); res.Status != http.StatusOK {
+		t.Fatalf("register: %d %s", res.Status, res.Body)
+	}
+	pr := h.only()
+	if pr.Spec.AuthorizationServer != "https://auth.lms.example/token" || !pr.Spec.IsActive() {
+		t.Fatalf("stored %+v", pr.Spec)
+	}
+}
+
+// T-DR-08: registering the same (issuer, client_id) again updates the registration,
+// keeping its name, activation and deployments.
+func TestRegisterAgainUpdates(t *testing.T) {
+	h := newHarness(t)
+	if res := h.open(h.start(), false); res.Status != http.StatusOK {
+		t.Fatalf("register: %d %s", res.Status, res.Body)
+	}
+	pr := h.only()
+	pr.Spec.Name, pr.Spec.Active, pr.Spec.DeploymentIDs = "Our Canvas", ptr.To(true), []string{"d-admin"}
+	if err := h.k8s.Update(t.Context(), pr); err != nil {
+		t.Fatal(err)
+	}
+	h.show(h.only())
+
+	if res := h.open(h.start(), false); res.Status != http.StatusOK {
+		t.Fatalf("register again: %d %s", res.Status, res.Body)
+	}
+	again := h.only()
+	if again.Name != pr.Name || again.Spec.Name != "Our Canvas" || !again.Spec.IsActive() ||
+		!slices.Equal(again.Spec.DeploymentIDs, []string{"d-admin"}) {
+		t.Fatalf("after registering again: %+v", again.Spec)
+	}
+	if len(h.lms.Registrations()) != 2 {
+		t.Fatalf("the platform received %d registrations", len(h.lms.Registrations()))
+	}
+}
+
+// Refusals of /lti/register before anything is sent to the platform: nothing registered
+// there, nothing stored.
+func TestRegisterRefusalsBeforeRegistering(t *testing.T) {
+	h := newHarness(t)
+	privateRedirect := func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/moved" {
+			return false
+		}
+		http.Redirect(w, r, "http://10.1.2.3/.well-known/openid-configuration", http.StatusFound)
+		return true
+	}
+	startURL := func(change func(q url.Values)) string {
+		u, _ := url.Parse(h.start())
+		q := u.Query()
+		change(q)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	for _, tc := range []struct {
+		name      string
+		url       func() string
+		intercept func(http.ResponseWriter, *http.Request) bool
+		status    int
+		code      string
+		says      string
+	}{
+		{name: "T-DR-01 no openid_configuration", url: func() string { return h.ltiop.URL + paths.Register },
+			status: 400, code: "MISSING_OPENID_CONFIGURATION"},
+		{name: "a private address", url: func() string {
+			return startURL(func(q url.Values) { q.Set("openid_configuration", "http://10.1.2.3/.well-known/openid-configuration") })
+		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "private"},
+		{name: "the cloud metadata address", url: func() string {
+			return startURL(func(q url.Values) { q.Set("openid_configuration", "http://169.254.169.254/latest/meta-data/") })
+		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "169.254.169.254"},
+		{name: "not a URL", url: func() string {
+			return startURL(func(q url.Values) { q.Set("openid_configuration", "/.well-known/openid-configuration") })
+		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "absolute"},
+		{name: "a redirect to a private address", url: func() string {
+			return startURL(func(q url.Values) { q.Set("openid_configuration", h.lmsURL+"/moved") })
+		}, intercept: privateRedirect, status: 400, code: "URL_NOT_ALLOWED", says: "10.1.2.3"},
+		{name: "T-DR-02 an issuer on another host", url: func() string {
+			return startURL(func(q url.Values) {
+				q.Set("openid_configuration", strings.Replace(q.Get("openid_configuration"), "127.0.0.1", "localhost", 1))
+			})
+		}, status: 400, code: "ISSUER_MISMATCH", says: "issuer"},
+		{name: "T-DR-03 a wrong registration token", url: func() string {
+			return startURL(func(q url.Values) { q.Set("registration_token", "wrong") })
+		}, status: 502, code: "CONFIGURATION_UNAVAILABLE", says: "401"},
+		{name: "a configuration that is not JSON", url: h.start, intercept: func(w http.ResponseWriter, r *http.Request) bool {
+			if r.URL.Path != lmssim.OpenIDConfigurationPath {
+				return false
+			}
+			_, _ = w.Write([]byte("<html>"))
+			return true
+		}, status: 400, code: "INVALID_CONFIGURATION", says: "JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.intercept != nil {
+				h.interceptLMS(tc.intercept)
+			}
+			u := tc.url()
+			desc := wantError(t, h.open(u, true), tc.status, tc.code)
+			if !strings.Contains(desc, tc.says) {
+				t.Fatalf("description %q does not say %q", desc, tc.says)
+			}
+			wantError(t, h.open(u, false), tc.status, tc.code) // the LMS's frame gets the HTML page
+		})
+	}
+	if n := len(h.lms.Registrations()); n != 0 || len(h.stored()) != 0 {
+		t.Fatalf("refusals registered %d times, stored %d", n, len(h.stored()))
+	}
+}
+
+// Outside dev mode, only https configuration URLs are accepted.
+func TestRegisterRequiresHTTPS(t *testing.T) {
+	h := newHarness(t, func(c *harnessConfig) { c.opts.Outbound = outbound.Policy{} })
+	desc := wantError(t, h.open(h.start(), true), 400, "INVALID_OPENID_CONFIGURATION_URL")
+	if !strings.Contains(desc, "https") || len(h.lms.Registrations()) != 0 {
+		t.Fatalf("description %q", desc)
+	}
+}
+
+// The platform refuses the registration or answers nonsense: 502 with its status, and
+// nothing stored.
+func TestRegisterWhenThePlatformRefuses(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		name     string
+		answer   func(w http.ResponseWriter)
+		code     string
+		upstream float64
+	}{
+		{"REGISTRATION_REFUSED", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"invalid_client_metadata"}`))
+		}, "REGISTRATION_REFUSED", 400},
+		{"an answer without client_id", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{}`))
+		}, "INVALID_REGISTRATION_RESPONSE", 200},
+		{"no answer", func(w http.ResponseWriter) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			}
+		}, "REGISTRATION_UNAVAILABLE", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.interceptLMS(func(w http.ResponseWriter, r *http.Request) bool {
+				if r.Method != "POST" || r.URL.Path != lmssim.RegisterPath {
+					return false
+				}
+				tc.answer(w)
+				return true
+			})
+			res := h.open(h.start(), true)
+			wantError(t, res, 502, tc.code)
+			details := res.json(t)["details"].(map[string]any)
+			if tc.upstream != 0 && (details["externalError"] != true || details["upstreamStatus"] != tc.upstream) {
+				t.Fatalf("details %v", details)
+			}
+			if len(h.stored()) != 0 {
+				t.Fatal("a refused registration was stored")
+			}
+		})
+	}
+}
+
+// The platform accepted, but the API server refused the write: the error says so
+// without its internals.
+func TestRegisterWhenTheAPIServerRefuses(t *testing.T) {
+	h := newHarness(t)
+	invalid := apierrors.NewInvalid(ltiv1.GroupVersion.WithKind("PlatformRegistration").GroupKind(), "x",
+		field.ErrorList{field.Invalid(field.NewPath("spec", "authenticationEndpoint"), "x", "must be https")})
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+	}{{errAPIServerDown, 503, "UPSTREAM_ERROR"}, {invalid, 400, "INVALID_PARAMETERS"}} {
+		h.failNextWrite(tc.err)
+		res := h.open(h.start(), true)
+		desc := wantError(t, res, tc.status, tc.code)
+		if strings.Contains(res.Body, "10.96.0.1") || strings.Contains(desc, "spec.") {
+			t.Fatalf("description %q", desc)
+		}
+	}
+	if len(h.stored()) != 0 {
+		t.Fatal("a refused write was stored")
+	}
+
+	// Recording the deployment is best effort: the registration stands, and the deployment
+	// is learnt at the first launch.
+	h.failStatus.Store(&errAPIServerDown)
+	if res := h.open(h.start(), true); res.Status != http.StatusOK {
+		t.Fatalf("register: %d %s", res.Status, res.Body)
+	}
+	if pr := h.only(); len(pr.Status.DeploymentIDs) != 0 || h.failStatus.Load() != nil {
+		t.Fatalf("status %+v", pr.Status)
+	}
+}
+
+// Before the sealing keys are read, a registration that needs pre-approval is refused
+// with 503 and nothing is sent to the platform.
+func TestRegisterWithoutSealingKeys(t *testing.T) {
+	h := newHarness(t, func(c *harnessConfig) {
+		c.noKeys = true
+		c.opts.PreApprovalURL = "https://app.example/approve"
+	})
+	wantError(t, h.open(h.start(), true), 503, "NOT_READY")
+	if len(h.lms.Registrations()) != 0 || len(h.stored()) != 0 {
+		t.Fatal("a refused registration went through")
+	}
+}
+
+// GET /register/canvas: the developer-key JSON to paste into Canvas.
+func TestCanvasConfiguration(t *testing.T) {
+	h := newHarness(t)
+	res := h.call("GET", paths.CanvasConfiguration, nil)
+	if res.Status != http.StatusOK {
+		t.Fatalf("canvas: %d %s", res.Status, res.Body)
+	}
+	m := res.json(t)
+	if m["oidc_initiation_url"] != publicURL+paths.Login || m["public_jwk_url"] != publicURL+paths.Keys ||
+		m["target_link_uri"] != publicURL+paths.Launch {
+		t.Fatalf("configuration %v", m)
+	}
+}
+
+// A deployment learnt from a launch is added to status.deploymentIds next to the known
+// ones, in the background; a known one is not written again.
+func TestRecordDeployment(t *testing.T) {
+	h := newHarness(t)
+	if res := h.open(h.start(), false); res.Status != http.StatusOK {
+		t.Fatalf("register: %d %s", res.Status, res.Body)
+	}
+	h.show(h.only())
+	p := h.reg.Get(h.only().Name)
+	h.o.RecordDeployment(p, "learnt")
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Equal(h.only().Status.DeploymentIDs, []string{"dr-deployment", "learnt"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("status.deploymentIds %v", h.only().Status.DeploymentIDs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	writes := h.statusWrites.Load()
+	h.o.RecordDeployment(p, "dr-deployment")
+	h.o.RecordDeployment(p, "")
+	time.Sleep(100 * time.Millisecond)
+	if n := h.statusWrites.Load(); n != writes {
+		t.Fatalf("%d status writes for a known deployment", n-writes)
+	}
+}

@@ -1,0 +1,252 @@
+package toolmode_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/webserver/toolmode"
+)
+
+// serviceKeyOf returns services.serviceKey of the launch's simplified ID token.
+func (rg *rig) serviceKeyOf(t testing.TB, ltik string) string {
+	t.Helper()
+	tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil)
+	if tok.Status != http.StatusOK {
+		t.Fatalf("idtoken: %d %s", tok.Status, tok.Body)
+	}
+	key, _ := tok.json(t)["services"].(map[string]any)["serviceKey"].(string)
+	return key
+}
+
+// GET /api/idtoken: the simplified ID token of the launch, or the claims as received.
+func TestIDToken(t *testing.T) {
+	rg := newRig(t)
+	ltik := rg.launchWith(t, nil)
+
+	tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil)
+	if tok.Status != http.StatusOK || !strings.HasPrefix(tok.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("idtoken: %d %s", tok.Status, tok.Body)
+	}
+	var got struct {
+		LTIVersion string `json:"ltiVersion"`
+		User       struct{ ID string }
+		Platform   struct{ ID, URL, ClientID, DeploymentID, Name string }
+		Launch     struct{ Type, Target string }
+		Services   struct{ ServiceKey string }
+	}
+	if err := json.Unmarshal([]byte(tok.Body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.LTIVersion != "1.3.0" || got.User.ID != "u" || got.Launch.Type != "LtiResourceLinkRequest" ||
+		got.Launch.Target != rg.ltiop.URL+paths.Launch {
+		t.Fatalf("token %+v", got)
+	}
+	if p := got.Platform; p.ID != "bench" || p.URL != rg.lms.Issuer || p.ClientID != rg.lms.ClientID ||
+		p.DeploymentID != rigDeployment || p.Name != "Bench LMS" {
+		t.Fatalf("platform %+v", p)
+	}
+	if got.Services.ServiceKey == "" || rg.serviceKeyOf(t, ltik) != got.Services.ServiceKey {
+		t.Fatal("the service key is missing or differs between calls")
+	}
+
+	raw := rg.call(t, nil, "GET", "/api/idtoken?raw=true", ltikAuth(ltik), nil).json(t)
+	if raw["sub"] != "u" || raw["ltiVersion"] != "1.3.0" || raw[ltiClaim+"deployment_id"] != rigDeployment {
+		t.Fatalf("raw claims %v", raw)
+	}
+
+	legacy := rg.call(t, nil, "GET", "/api/idtoken", map[string]string{
+		"Authorization": "LTIK-AUTH-V1 Token=" + ltik + ", Additional=Bearer " + benchAPIKey}, nil)
+	if legacy.Status != http.StatusOK {
+		t.Fatalf("LTIK-AUTH-V1: %d %s", legacy.Status, legacy.Body)
+	}
+}
+
+// A deep-linking request without target_link_uri (as in the certification suite) shows
+// the login's target; a launch without NRPS or AGS has no service key.
+func TestIDTokenOfADeepLinkingLaunchWithoutServices(t *testing.T) {
+	rg := newRig(t)
+	ltik := rg.deepLinkingLaunch(t, func(c map[string]any) {
+		delete(c, ltiClaim+"target_link_uri")
+		delete(c, "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice")
+		delete(c, "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
+	})
+	tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil).json(t)
+	launch := tok["launch"].(map[string]any)
+	if launch["type"] != "LtiDeepLinkingRequest" || launch["target"] != rg.ltiop.URL+paths.Launch {
+		t.Fatalf("launch %v", launch)
+	}
+	if key := tok["services"].(map[string]any)["serviceKey"]; key != nil && key != "" {
+		t.Fatalf("a service key without services: %v", key)
+	}
+}
+
+// Every malformed or wrong LTIK header is one 401 code that says nothing of what was
+// wrong, and never echoes the API key (service interface §7).
+func TestRequireLtikRefusals(t *testing.T) {
+	rg := newRig(t)
+	ltik := rg.launchWith(t, nil)
+	key := rg.serviceKeyOf(t, ltik)
+	tampered := []byte(ltik)
+	tampered[len(tampered)/2] ^= 1
+	client := browser()
+	ar := rg.startLogin(t, client, nil)
+	for name, h := range map[string]string{
+		"missing":              "",
+		"bearer":               "Bearer " + benchAPIKey,
+		"no ltik":              "LTIK-AUTH-V2 " + benchAPIKey,
+		"empty ltik":           "LTIK-AUTH-V2 " + benchAPIKey + ":",
+		"wrong key":            "LTIK-AUTH-V2 wrong:" + ltik,
+		"tampered ltik":        "LTIK-AUTH-V2 " + benchAPIKey + ":" + string(tampered),
+		"garbage ltik":         "LTIK-AUTH-V2 " + benchAPIKey + ":abc.def",
+		"a state, not an ltik": "LTIK-AUTH-V2 " + benchAPIKey + ":" + ar.State,
+		"v1 without key":       "LTIK-AUTH-V1 Token=" + ltik,
+		"a service key":        "SERVICE-AUTH-V1 " + benchAPIKey + ":" + key,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := rg.call(t, nil, "GET", "/api/idtoken", map[string]string{"Authorization": h}, nil)
+			wantError(t, res, 401, toolmode.CodeInvalidLtikAuth)
+			if strings.Contains(res.Body, benchAPIKey) {
+				t.Fatal("the API key is echoed")
+			}
+		})
+	}
+
+	t.Run("an expired ltik", func(t *testing.T) {
+		rg := newRig(t)
+		ltik := rg.launchWith(t, nil)
+		rg.clock.Advance(24*time.Hour + time.Second) // also past the opened-ltik cache
+		wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
+		toolmode.ForgetOpenedLtiks(rg.tool)
+		wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
+	})
+}
+
+// An ltik outlives nothing about its registration: deactivated, re-created, keyless or
+// deleted, the launch is refused; restored, it is accepted again.
+func TestRequireLtikFollowsTheRegistration(t *testing.T) {
+	rg := newRig(t)
+	ltik := rg.launchWith(t, nil)
+	keySecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-tool-key", OwnerReferences: []metav1.OwnerReference{{
+			Kind: "PlatformRegistration", Name: "bench", UID: "bench-uid", Controller: ptr.To(true)}}},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: toolKeyPEM()},
+	}
+	for _, tc := range []struct {
+		name         string
+		change, undo func()
+	}{
+		{"deactivated",
+			func() { rg.update(func(pr *ltiv1.PlatformRegistration) { pr.Spec.Active = ptr.To(false) }) },
+			func() { rg.update(func(pr *ltiv1.PlatformRegistration) { pr.Spec.Active = nil }) }},
+		{"re-created",
+			func() { rg.recreate("other-uid") },
+			func() { rg.recreate("bench-uid") }},
+		{"without its key",
+			func() { rg.reg.ForgetSecret(keySecret) },
+			func() { rg.reg.ApplySecret(func(string, ...any) {}, keySecret) }},
+		{"deleted",
+			func() { rg.reg.Forget(rg.pr.DeepCopy()) },
+			func() { rg.reg.Apply(rg.pr.DeepCopy()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.change()
+			wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeUnregistered)
+			tc.undo()
+			if res := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil); res.Status != http.StatusOK {
+				t.Fatalf("restored: %d %s", res.Status, res.Body)
+			}
+		})
+	}
+}
+
+// Until the API key Secret exists, the integrator API answers 503 (whatever the scheme).
+func TestIntegratorAPIWithoutAnAPIKey(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.apiKey = "" })
+	ltik := rg.launchWith(t, nil) // launches do not need the API key
+	wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 503, "API_KEY_NOT_CONFIGURED")
+	wantError(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth("some-key"), nil), 503, "API_KEY_NOT_CONFIGURED")
+	wantError(t, rg.call(t, nil, "GET", "/api/memberships", ltikAuth(ltik), nil), 503, "API_KEY_NOT_CONFIGURED")
+}
+
+// The service endpoints take LTIK-AUTH or SERVICE-AUTH-V1 only; a refused call reaches
+// no platform (no access token is even asked for).
+func TestRequireServiceRefusals(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.services = true })
+	ltik := rg.launchWith(t, nil)
+	key := rg.serviceKeyOf(t, ltik)
+	tampered := key[:len(key)-3] + "abc"
+	for _, tc := range []struct {
+		name, header string
+		code         string
+	}{
+		{"no header", "", "INVALID_AUTHORIZATION_SCHEME"},
+		{"Bearer", "Bearer " + benchAPIKey, "INVALID_AUTHORIZATION_SCHEME"},
+		{"Basic", "Basic " + benchAPIKey, "INVALID_AUTHORIZATION_SCHEME"},
+		{"wrong API key", "SERVICE-AUTH-V1 wrong:" + key, toolmode.CodeInvalidServiceAuth},
+		{"tampered service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":" + tampered, toolmode.CodeInvalidServiceAuth},
+		{"no service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":", toolmode.CodeInvalidServiceAuth},
+		{"no separator", "SERVICE-AUTH-V1 " + key, toolmode.CodeInvalidServiceAuth},
+		{"an ltik as service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":" + ltik, toolmode.CodeInvalidServiceAuth},
+		{"LTIK with a wrong API key", "LTIK-AUTH-V2 wrong:" + ltik, toolmode.CodeInvalidLtikAuth},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, path := range []string{"/api/memberships", "/api/lineitems"} {
+				res := rg.call(t, nil, "GET", path, map[string]string{"Authorization": tc.header}, nil)
+				wantError(t, res, 401, tc.code)
+				if strings.Contains(res.Body, benchAPIKey) {
+					t.Fatal("the API key is echoed")
+				}
+			}
+		})
+	}
+	if n := rg.lms.TokenRequests(); n != 0 {
+		t.Fatalf("refused calls made %d token requests", n)
+	}
+
+	// A service key stops working with its registration.
+	rg.update(func(pr *ltiv1.PlatformRegistration) { pr.Spec.Active = ptr.To(false) })
+	wantError(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), 401, toolmode.CodeUnregistered)
+	if n := rg.lms.TokenRequests(); n != 0 {
+		t.Fatalf("refused calls made %d token requests", n)
+	}
+}
+
+// T-JWKS-04: /lti/keys publishes the public key of every registration, and no longer
+// the key of one that is gone.
+func TestKeys(t *testing.T) {
+	rg := newRig(t)
+	res := rg.call(t, nil, "GET", paths.Keys, nil, nil)
+	if res.Status != http.StatusOK || res.Header.Get("Content-Type") != "application/jwk-set+json" ||
+		!strings.Contains(res.Header.Get("Cache-Control"), "max-age=") {
+		t.Fatalf("keys: %d %v", res.Status, res.Header)
+	}
+	set, err := jwk.Parse([]byte(res.Body))
+	if err != nil || set.Len() != 1 {
+		t.Fatalf("key set %s: %v", res.Body, err)
+	}
+	k, _ := set.Key(0)
+	kid, _ := k.KeyID()
+	if p := rg.reg.Get("bench"); p == nil || p.Key == nil || kid != p.Key.KID {
+		t.Fatalf("kid %q is not the registration's", kid)
+	}
+	if alg, _ := k.Algorithm(); alg.String() != "RS256" {
+		t.Fatalf("alg %v", alg)
+	}
+	if strings.Contains(res.Body, `"d"`) {
+		t.Fatal("private material in the key set")
+	}
+	rg.reg.Forget(rg.pr.DeepCopy())
+	if res := rg.call(t, nil, "GET", paths.Keys, nil, nil); res.Body != `{"keys":[]}` {
+		t.Fatalf("after the registration is gone: %s", res.Body)
+	}
+}
