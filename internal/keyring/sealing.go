@@ -35,7 +35,7 @@ func (k SealingKey) Info() Info { return Info{ID: k.ID, NotBefore: k.NotBefore, 
 
 // Validate checks that the key can be used in a keyring.
 func (k SealingKey) Validate() error {
-	if !validKeyID(k.ID) {
+	if !ValidID(k.ID) {
 		return fmt.Errorf("id must be 1 to 64 characters of A-Z a-z 0-9 - _")
 	}
 	if len(k.Secret) != SealingKeySize {
@@ -47,7 +47,9 @@ func (k SealingKey) Validate() error {
 	return nil
 }
 
-func validKeyID(id string) bool {
+// ValidID reports whether id is shaped like the ids ltiop makes for keys and sealed tokens:
+// 1 to 64 base64url characters.
+func ValidID(id string) bool {
 	if len(id) == 0 || len(id) > 64 {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ltiop/ltiop/test/utils/testjws"
 	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
@@ -102,7 +103,7 @@ func FuzzParseClaims(f *testing.F) {
 func FuzzValidate(f *testing.F) {
 	f.Add(sign(f, testHeader(), rlrClaims()))
 	f.Add(sign(f, map[string]any{"alg": "none"}, rlrClaims()))
-	f.Add(signRaw(f, []byte(`{}`), []byte(`{"name":"badltilaunch"}`), "RS256", testKey))
+	f.Add(testjws.SignRaw(f, []byte(`{}`), []byte(`{"name":"badltilaunch"}`), "RS256", testKey))
 	enc := base64.RawURLEncoding
 	for _, b := range fixturePayloads() {
 		f.Add(enc.EncodeToString([]byte(`{"alg":"RS256","kid":"k"}`)) + "." + enc.EncodeToString(b) + ".c2ln")

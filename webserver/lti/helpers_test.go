@@ -2,26 +2,19 @@ package lti
 
 import (
 	"context"
-	"crypto"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/ltiop/ltiop/test/utils/testjws"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
 var (
-	testKey  *rsa.PrivateKey // the platform's signing key; its public half is behind testKID
-	otherKey *rsa.PrivateKey // a key the platform does not publish
+	testKey  = testkeys.MustRSAKey(0) // the platform's signing key; its public half is behind testKID
+	otherKey = testkeys.MustRSAKey(1) // a key the platform does not publish
 )
 
 const (
@@ -36,19 +29,6 @@ const (
 
 // testNow is the clock of every Validate call in the tests.
 var testNow = time.Unix(1_750_000_000, 0)
-
-func TestMain(m *testing.M) {
-	var err error
-	if testKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-		fmt.Fprintln(os.Stderr, "generate key:", err)
-		os.Exit(1)
-	}
-	if otherKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-		fmt.Fprintln(os.Stderr, "generate key:", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
 
 // testKeys is the platform's key set: one key, testKID.
 func testKeys(_ context.Context, kid string) (*rsa.PublicKey, error) {
@@ -190,67 +170,9 @@ func canvasLikeClaims() map[string]any {
 
 var jsonMarshal = json.Marshal
 
-// sign makes a compact JWS of claims under hdr. A header with alg RS256 is signed
-// by jwx with testKey; any other header (no alg, none, HS256, …) is assembled by
-// hand so that tests can send what a broken or hostile platform would.
+// sign makes a compact JWS of claims under hdr, signed with testKey (see testjws.Sign: a
+// header that is not RS256 is assembled by hand, as a broken or hostile platform would).
 func sign(tb testing.TB, hdr, claims map[string]any) string {
 	tb.Helper()
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return signPayload(tb, hdr, payload, testKey)
-}
-
-func signPayload(tb testing.TB, hdr map[string]any, payload []byte, key *rsa.PrivateKey) string {
-	tb.Helper()
-	if hdr["alg"] == "RS256" {
-		h := jws.NewHeaders()
-		for k, v := range hdr {
-			if k == "alg" {
-				continue
-			}
-			if err := h.Set(k, v); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		tok, err := jws.Sign(payload, jws.WithKey(jwa.RS256(), key, jws.WithProtectedHeaders(h)))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return string(tok)
-	}
-	hdrJSON, err := json.Marshal(hdr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return signRaw(tb, hdrJSON, payload, hdr["alg"], key)
-}
-
-// signRaw assembles header.payload.signature from raw JSON. alg picks the
-// signature: "HS256" is an HMAC keyed with the RSA public key (the classic
-// algorithm-confusion attack), "none" is empty, anything else is RS256.
-func signRaw(tb testing.TB, hdrJSON, payload []byte, alg any, key *rsa.PrivateKey) string {
-	tb.Helper()
-	enc := base64.RawURLEncoding
-	input := enc.EncodeToString(hdrJSON) + "." + enc.EncodeToString(payload)
-	var sig []byte
-	switch alg {
-	case "none":
-	case "HS256":
-		der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		mac := hmac.New(sha256.New, der)
-		mac.Write([]byte(input))
-		sig = mac.Sum(nil)
-	default:
-		sum := sha256.Sum256([]byte(input))
-		var err error
-		if sig, err = rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:]); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return input + "." + enc.EncodeToString(sig)
+	return testjws.SignClaims(tb, hdr, claims, testKey)
 }

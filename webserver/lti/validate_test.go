@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ltiop/ltiop/test/utils/testjws"
 	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
@@ -69,7 +70,7 @@ func TestValidateBaseline(t *testing.T) {
 func TestValidateRejects(t *testing.T) {
 	now := testNow.Unix()
 	rawToken := func(hdr, payload string) func(testing.TB) string {
-		return func(tb testing.TB) string { return signRaw(tb, []byte(hdr), []byte(payload), "RS256", testKey) }
+		return func(tb testing.TB) string { return testjws.SignRaw(tb, []byte(hdr), []byte(payload), "RS256", testKey) }
 	}
 	validPayload := func() string {
 		b, _ := jsonMarshal(rlrClaims())
@@ -131,7 +132,7 @@ func TestValidateRejects(t *testing.T) {
 			status: 401, code: CodeMissingKID, rule: "T-TOK-05"},
 		{validateCase: validateCase{name: "cert No KID Sent in JWT header (T-TOK-05)",
 			token: func(tb testing.TB) string {
-				return signRaw(tb, []byte(`{"badtestonly":"12345","alg":"RS256"}`), []byte(validPayload()), "RS256", testKey)
+				return testjws.SignRaw(tb, []byte(`{"badtestonly":"12345","alg":"RS256"}`), []byte(validPayload()), "RS256", testKey)
 			}, keys: panicKeys},
 			status: 401, code: CodeMissingKID, rule: "T-TOK-05"},
 
@@ -149,7 +150,7 @@ func TestValidateRejects(t *testing.T) {
 		// T-TOK-10.
 		{validateCase: validateCase{name: "T-TOK-10 signed with another key", token: func(tb testing.TB) string {
 			b, _ := jsonMarshal(rlrClaims())
-			return signPayload(tb, testHeader(), b, otherKey)
+			return testjws.Sign(tb, testHeader(), b, otherKey)
 		}}, status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
 		{validateCase: validateCase{name: "T-TOK-10 payload swapped after signing", token: func(tb testing.TB) string {
 			tok := sign(tb, testHeader(), rlrClaims())
@@ -572,7 +573,7 @@ func TestValidatePHPEscapedSlashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = bytes.ReplaceAll(b, []byte("/"), []byte(`\/`))
-	c, e := Validate(context.Background(), signPayload(t, testHeader(), b, testKey), testKeys, testPolicy())
+	c, e := Validate(context.Background(), testjws.Sign(t, testHeader(), b, testKey), testKeys, testPolicy())
 	if e != nil {
 		t.Fatalf("rejected: %v", e)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ltiop/ltiop/test/utils/testjws"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -130,12 +131,12 @@ func TestParseTokenRequestRefused(t *testing.T) {
 
 func TestPeekAssertionClient(t *testing.T) {
 	tool, _ := toolTestKeys(t)
-	id, e := PeekAssertionClient(toolTestSign(t, toolTestHeader(), toolTestAssertionClaims(), tool))
+	id, e := PeekAssertionClient(testjws.SignClaims(t, toolTestHeader(), toolTestAssertionClaims(), tool))
 	if e != nil || id != toolTestClientID {
 		t.Fatalf("%q, %v", id, e)
 	}
 	// Unverified: a signature by another key or alg none still names the client.
-	id, e = PeekAssertionClient(toolTestSign(t, map[string]any{"alg": "none"}, toolTestAssertionClaims(), tool))
+	id, e = PeekAssertionClient(testjws.SignClaims(t, map[string]any{"alg": "none"}, toolTestAssertionClaims(), tool))
 	if e != nil || id != toolTestClientID {
 		t.Fatalf("%q, %v", id, e)
 	}
@@ -153,7 +154,7 @@ func TestPeekAssertionClient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := toolTestAssertionClaims()
 			tc.mod(c)
-			id, e := PeekAssertionClient(toolTestSign(t, toolTestHeader(), c, tool))
+			id, e := PeekAssertionClient(testjws.SignClaims(t, toolTestHeader(), c, tool))
 			toolTestCheckError(t, e, tc.code, "P-TOK-04", 401)
 			if id != "" || e.OAuth != OAuthInvalidClient {
 				t.Fatalf("client %q, OAuth %q", id, e.OAuth)
@@ -212,7 +213,7 @@ func TestVerifyClientAssertion(t *testing.T) {
 			if tc.auds != nil {
 				auds = tc.auds
 			}
-			a, e := VerifyClientAssertion(context.Background(), toolTestSign(t, hdr, claims, tool), toolTestClientID,
+			a, e := VerifyClientAssertion(context.Background(), testjws.SignClaims(t, hdr, claims, tool), toolTestClientID,
 				auds, key, toolTestNow, toolTestSkew)
 			if e != nil {
 				t.Fatal(e)
@@ -338,9 +339,9 @@ func TestVerifyClientAssertionRefused(t *testing.T) {
 			if tc.signer {
 				signer = other
 			}
-			token := toolTestSign(t, hdr, claims, signer)
+			token := testjws.SignClaims(t, hdr, claims, signer)
 			if tc.name == "P-TOK-03 payload an array" {
-				token = toolTestSignPayload(t, hdr, []byte(`["iss","sub"]`), tool)
+				token = testjws.Sign(t, hdr, []byte(`["iss","sub"]`), tool)
 			}
 			a, e := VerifyClientAssertion(context.Background(), token, clientID, auds, key, toolTestNow, toolTestSkew)
 			toolTestCheckError(t, e, tc.code, tc.rule, tc.status)
@@ -392,7 +393,7 @@ func TestGrantScopes(t *testing.T) {
 func TestTokenEndpointFlow(t *testing.T) {
 	tool, _ := toolTestKeys(t)
 	f := toolTestTokenForm()
-	f.Set("client_assertion", toolTestSign(t, toolTestHeader(), toolTestAssertionClaims(), tool))
+	f.Set("client_assertion", testjws.SignClaims(t, toolTestHeader(), toolTestAssertionClaims(), tool))
 	req, e := ParseTokenRequest(f)
 	if e != nil {
 		t.Fatal(e)

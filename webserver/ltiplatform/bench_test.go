@@ -3,13 +3,15 @@ package ltiplatform
 import (
 	"context"
 	"testing"
+
+	"github.com/ltiop/ltiop/test/utils/testjws"
 )
 
 // BenchmarkVerifyDeepLinkingResponse is a full verification of a response with the
 // five Canvas-style content items.
 func BenchmarkVerifyDeepLinkingResponse(b *testing.B) {
 	tool, _ := toolTestKeys(b)
-	token := toolTestSign(b, toolTestHeader(), toolTestDLClaims(), tool)
+	token := testjws.SignClaims(b, toolTestHeader(), toolTestDLClaims(), tool)
 	ctx, req, key := context.Background(), toolTestDLRequest(), toolTestKeyFunc(b)
 	b.SetBytes(int64(len(token)))
 	b.ReportAllocs()
@@ -24,7 +26,7 @@ func BenchmarkVerifyDeepLinkingResponse(b *testing.B) {
 // of a pylti1.3-like assertion, as the token endpoint runs them.
 func BenchmarkVerifyClientAssertion(b *testing.B) {
 	tool, _ := toolTestKeys(b)
-	token := toolTestSign(b, toolTestHeader(), toolTestAssertionClaims(), tool)
+	token := testjws.SignClaims(b, toolTestHeader(), toolTestAssertionClaims(), tool)
 	ctx, auds, key := context.Background(), toolTestAudiences(), toolTestKeyFunc(b)
 	b.SetBytes(int64(len(token)))
 	b.ReportAllocs()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ltiop/ltiop/test/utils/testjws"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -86,7 +87,7 @@ func toolTestDLClaims() map[string]any {
 func TestVerifyDeepLinkingResponse(t *testing.T) {
 	tool, _ := toolTestKeys(t)
 	claims := toolTestDLClaims()
-	token := toolTestSign(t, toolTestHeader(), claims, tool)
+	token := testjws.SignClaims(t, toolTestHeader(), claims, tool)
 	r, e := VerifyDeepLinkingResponse(context.Background(), token, toolTestDLRequest(), toolTestKeyFunc(t), toolTestNow, toolTestSkew)
 	if e != nil {
 		t.Fatal(e)
@@ -306,7 +307,7 @@ func TestVerifyDeepLinkingResponseAccepted(t *testing.T) {
 			if tc.name == "zero now means the wall clock" {
 				now = time.Time{}
 			}
-			r, e := VerifyDeepLinkingResponse(context.Background(), toolTestSign(t, hdr, claims, tool), req, key, now, toolTestSkew)
+			r, e := VerifyDeepLinkingResponse(context.Background(), testjws.SignClaims(t, hdr, claims, tool), req, key, now, toolTestSkew)
 			if e != nil {
 				t.Fatal(e)
 			}
@@ -352,7 +353,7 @@ func TestVerifyDeepLinkingResponseRefused(t *testing.T) {
 		{name: "P-DLR-01 signed by a key the tool does not publish", signer: true,
 			code: CodeInvalidSignature, rule: "P-DLR-01", status: 401},
 		{name: "P-DLR-01 payload changed after signing", raw: func() string {
-			token := toolTestSign(t, toolTestHeader(), toolTestDLClaims(), tool)
+			token := testjws.SignClaims(t, toolTestHeader(), toolTestDLClaims(), tool)
 			parts := strings.Split(token, ".")
 			c := toolTestDLClaims()
 			c[lti.ClaimDeploymentID] = "another-deployment"
@@ -360,7 +361,7 @@ func TestVerifyDeepLinkingResponseRefused(t *testing.T) {
 			return parts[0] + "." + base64.RawURLEncoding.EncodeToString(b) + "." + parts[2]
 		}, code: CodeInvalidSignature, rule: "P-DLR-01", status: 401},
 		{name: "P-DLR-01 empty signature", raw: func() string {
-			token := toolTestSign(t, toolTestHeader(), toolTestDLClaims(), tool)
+			token := testjws.SignClaims(t, toolTestHeader(), toolTestDLClaims(), tool)
 			return token[:strings.LastIndexByte(token, '.')+1]
 		}, code: CodeInvalidSignature, rule: "P-DLR-01", status: 401},
 		{name: "P-DLR-01 unknown kid", hdr: map[string]any{"alg": "RS256", "kid": "imstester_66067"},
@@ -373,10 +374,10 @@ func TestVerifyDeepLinkingResponseRefused(t *testing.T) {
 			b, _ := json.Marshal(toolTestDLClaims())
 			b = append([]byte(`{"`+lti.ClaimDeploymentID+`":"`+toolTestDeployment+`",`), b[1:]...)
 			b = append(b[:len(b)-1], []byte(`,"`+lti.ClaimDeploymentID+`":"other"}`)...)
-			return toolTestSignPayload(t, toolTestHeader(), b, tool)
+			return testjws.Sign(t, toolTestHeader(), b, tool)
 		}, code: CodeDeploymentMismatch, rule: "P-DLR-10", status: 400},
 		{name: "P-DLR-01 signed payload not JSON", raw: func() string {
-			return toolTestSignPayload(t, toolTestHeader(), []byte(`{"iss":`), tool)
+			return testjws.Sign(t, toolTestHeader(), []byte(`{"iss":`), tool)
 		}, code: CodeInvalidToken, rule: "P-DLR-01", status: 400},
 		// P-DLR-02.
 		{name: "P-DLR-02 iss is the platform", mod: with("iss", toolTestIssuer),
@@ -551,7 +552,7 @@ func TestVerifyDeepLinkingResponseRefused(t *testing.T) {
 			if tc.raw != nil {
 				token = tc.raw()
 			} else {
-				token = toolTestSign(t, hdr, claims, signer)
+				token = testjws.SignClaims(t, hdr, claims, signer)
 			}
 			r, e := VerifyDeepLinkingResponse(context.Background(), token, req, key, toolTestNow, toolTestSkew)
 			toolTestCheckError(t, e, tc.code, tc.rule, tc.status)
@@ -602,7 +603,7 @@ func TestVerifyDeepLinkingResponseItemPaths(t *testing.T) {
 		if tc.req != nil {
 			tc.req(&req)
 		}
-		_, e := VerifyDeepLinkingResponse(context.Background(), toolTestSign(t, toolTestHeader(), claims, tool), req,
+		_, e := VerifyDeepLinkingResponse(context.Background(), testjws.SignClaims(t, toolTestHeader(), claims, tool), req,
 			toolTestKeyFunc(t), toolTestNow, toolTestSkew)
 		if e == nil || !strings.HasPrefix(e.Description, tc.want) {
 			t.Errorf("got %v; want a description starting %q", e, tc.want)

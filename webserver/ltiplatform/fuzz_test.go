@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ltiop/ltiop/test/utils/testjws"
 	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
@@ -41,12 +42,12 @@ func FuzzVerifyDeepLinkingResponse(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(toolTestSignPayload(f, toolTestHeader(), valid, tool), valid)
+	f.Add(testjws.Sign(f, toolTestHeader(), valid, tool), valid)
 	empty := toolTestDLClaims()
 	delete(empty, lti.ClaimContentItems)
 	emptyJSON, _ := json.Marshal(empty)
-	f.Add(toolTestSign(f, map[string]any{"alg": "none"}, empty, tool), emptyJSON)
-	f.Add(toolTestSign(f, map[string]any{"alg": "HS256", "kid": toolTestKID}, empty, tool), []byte(`{}`))
+	f.Add(testjws.SignClaims(f, map[string]any{"alg": "none"}, empty, tool), emptyJSON)
+	f.Add(testjws.SignClaims(f, map[string]any{"alg": "HS256", "kid": toolTestKID}, empty, tool), []byte(`{}`))
 	for _, s := range []string{
 		`{"https://purl.imsglobal.org/spec/lti-dl/claim/content_items":[{"type":"link","url":"https://a.example","custom":{"a":1}}]}`,
 		`{"https://purl.imsglobal.org/spec/lti-dl/claim/content_items":[null,[],{"type":null},{"lineItem":{"scoreMaximum":1e400}}]}`,
@@ -74,7 +75,7 @@ func FuzzVerifyDeepLinkingResponse(f *testing.F) {
 		}
 		check(token)
 		if len(payload) <= 4096 {
-			signed := toolTestSignPayload(t, toolTestHeader(), payload, tool)
+			signed := testjws.Sign(t, toolTestHeader(), payload, tool)
 			check(signed)
 			r, e := VerifyDeepLinkingResponse(context.Background(), signed, req, keyFunc, toolTestNow, toolTestSkew)
 			if e == nil && !bytes.Equal(r.Raw, payload) {
@@ -88,11 +89,11 @@ func FuzzVerifyDeepLinkingResponse(f *testing.F) {
 // agree on what is malformed, and on the client when both succeed.
 func FuzzPeekAssertionClient(f *testing.F) {
 	tool, _ := toolTestKeys(f)
-	f.Add(toolTestSign(f, toolTestHeader(), toolTestAssertionClaims(), tool))
-	f.Add(toolTestSign(f, map[string]any{"alg": "none"}, toolTestAssertionClaims(), tool))
+	f.Add(testjws.SignClaims(f, toolTestHeader(), toolTestAssertionClaims(), tool))
+	f.Add(testjws.SignClaims(f, map[string]any{"alg": "none"}, toolTestAssertionClaims(), tool))
 	c := toolTestAssertionClaims()
 	c["aud"], c["sub"] = []any{toolTestIssuer, 7}, nil
-	f.Add(toolTestSign(f, toolTestHeader(), c, tool))
+	f.Add(testjws.SignClaims(f, toolTestHeader(), c, tool))
 	for _, s := range []string{"", ".", "..", "a.b.c", "e30.e30.", "eyJhbGciOiJSUzI1NiJ9.e30.c2ln", "e30.W10.", "\n.\n.\n"} {
 		f.Add(s)
 	}

@@ -6,27 +6,16 @@ package ltiplatform
 
 import (
 	"context"
-	"crypto"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jws"
-
-	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/test/utils/testjws"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
@@ -44,25 +33,10 @@ const (
 // toolTestNow is the clock of every verification in the tests.
 var toolTestNow = time.Unix(1_750_000_000, 0)
 
-var (
-	toolTestKeysOnce sync.Once
-	toolTestKeysErr  error
-	toolTestToolKey  *rsa.PrivateKey // the tool's key, published as toolTestKID
-	toolTestOther    *rsa.PrivateKey // a key the tool does not publish
-)
-
+// toolTestKeys are the tool's key, published as toolTestKID, and a key it does not publish.
 func toolTestKeys(tb testing.TB) (tool, other *rsa.PrivateKey) {
 	tb.Helper()
-	toolTestKeysOnce.Do(func() {
-		if toolTestToolKey, toolTestKeysErr = keys.Generate(); toolTestKeysErr != nil {
-			return
-		}
-		toolTestOther, toolTestKeysErr = keys.Generate()
-	})
-	if toolTestKeysErr != nil {
-		tb.Fatal(toolTestKeysErr)
-	}
-	return toolTestToolKey, toolTestOther
+	return testkeys.RSAKey(tb, 0), testkeys.RSAKey(tb, 1)
 }
 
 // toolTestKeyFunc is a tool registered with a JWKS: one key, toolTestKID.
@@ -91,94 +65,6 @@ func toolTestHeader() map[string]any {
 	return map[string]any{"alg": "RS256", "kid": toolTestKID, "typ": "JWT"}
 }
 
-// toolTestSign signs claims under hdr with key (see toolTestSignPayload).
-func toolTestSign(tb testing.TB, hdr, claims map[string]any, key *rsa.PrivateKey) string {
-	tb.Helper()
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return toolTestSignPayload(tb, hdr, payload, key)
-}
-
-// toolTestSignPayload makes a compact JWS. A header with alg RS256 is signed by jwx;
-// any other header is assembled by hand, signed as its alg says: none (empty
-// signature), HS256 (HMAC keyed with the DER public key: the algorithm-confusion
-// attack), HS256-PEM (the same keyed with the PEM text, sent as HS256), RS512
-// (a genuine RSA signature with SHA-512), anything else RS256 by hand.
-func toolTestSignPayload(tb testing.TB, hdr map[string]any, payload []byte, key *rsa.PrivateKey) string {
-	tb.Helper()
-	if hdr["alg"] == "RS256" {
-		h := jws.NewHeaders()
-		for k, v := range hdr {
-			if k == "alg" {
-				continue
-			}
-			if err := h.Set(k, v); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		tok, err := jws.Sign(payload, jws.WithKey(jwa.RS256(), key, jws.WithProtectedHeaders(h)))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return string(tok)
-	}
-	alg := hdr["alg"]
-	if alg == "HS256-PEM" {
-		hdr = toolTestCopy(hdr)
-		hdr["alg"] = "HS256"
-	}
-	hdrJSON, err := json.Marshal(hdr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return toolTestSignRaw(tb, hdrJSON, payload, alg, key)
-}
-
-func toolTestSignRaw(tb testing.TB, hdrJSON, payload []byte, alg any, key *rsa.PrivateKey) string {
-	tb.Helper()
-	enc := base64.RawURLEncoding
-	input := enc.EncodeToString(hdrJSON) + "." + enc.EncodeToString(payload)
-	var sig []byte
-	switch alg {
-	case "none":
-	case "HS256", "HS256-PEM":
-		der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		secret := der
-		if alg == "HS256-PEM" {
-			secret = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-		}
-		mac := hmac.New(sha256.New, secret)
-		mac.Write([]byte(input))
-		sig = mac.Sum(nil)
-	case "RS512":
-		sum := sha512.Sum512([]byte(input))
-		var err error
-		if sig, err = rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA512, sum[:]); err != nil {
-			tb.Fatal(err)
-		}
-	default:
-		sum := sha256.Sum256([]byte(input))
-		var err error
-		if sig, err = rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:]); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return input + "." + enc.EncodeToString(sig)
-}
-
-func toolTestCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // toolTestCheckError asserts the exact code, rule and status of e.
 func toolTestCheckError(t *testing.T, e *apierr.Error, code, rule string, status int) {
 	t.Helper()
@@ -198,7 +84,7 @@ func toolTestCheckError(t *testing.T, e *apierr.Error, code, rule string, status
 func TestToolJWTStructure(t *testing.T) {
 	tool, _ := toolTestKeys(t)
 	enc := base64.RawURLEncoding
-	valid := toolTestSign(t, toolTestHeader(), map[string]any{"iss": toolTestClientID}, tool)
+	valid := testjws.SignClaims(t, toolTestHeader(), map[string]any{"iss": toolTestClientID}, tool)
 	parts := strings.Split(valid, ".")
 	hdrOK := parts[0]
 	payloadOK := parts[1]
@@ -268,7 +154,7 @@ func TestToolJWTKeyLookup(t *testing.T) {
 	noKid := toolTestHeader()
 	delete(noKid, "kid")
 	for _, hdr := range []map[string]any{toolTestHeader(), noKid} {
-		token := toolTestSign(t, hdr, toolTestDLClaims(), tool)
+		token := testjws.SignClaims(t, hdr, toolTestDLClaims(), tool)
 		if _, e := VerifyDeepLinkingResponse(context.Background(), token, toolTestDLRequest(), record, toolTestNow, toolTestSkew); e != nil {
 			t.Fatal(e)
 		}
@@ -282,7 +168,7 @@ func TestToolJWTKeyLookup(t *testing.T) {
 	canceled := func(ctx context.Context, _ string) (*rsa.PublicKey, error) { return nil, ctx.Err() }
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	token := toolTestSign(t, toolTestHeader(), toolTestDLClaims(), tool)
+	token := testjws.SignClaims(t, toolTestHeader(), toolTestDLClaims(), tool)
 	for name, kf := range map[string]lti.KeyFunc{"error": toolTestDownKeyFunc, "nil key": nilKey, "zero key": zeroKey, "canceled": canceled} {
 		t.Run("P-DLR-01 key set "+name, func(t *testing.T) {
 			r, e := VerifyDeepLinkingResponse(ctx, token, toolTestDLRequest(), kf, toolTestNow, toolTestSkew)

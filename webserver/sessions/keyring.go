@@ -266,20 +266,6 @@ func (z *deflater) deflate() ([]byte, error) {
 	return z.out.Bytes(), nil
 }
 
-// validTokenID reports whether id is shaped like the token ids Seal makes (base64url).
-func validTokenID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // parseEnvelope reads the envelope appendEnvelope writes, in exactly that layout: the
 // plaintext is authenticated, so anything else is not ours.
 func parseEnvelope(env []byte, purpose string) (o Opened, ok bool) {
@@ -312,7 +298,7 @@ func parseEnvelope(env []byte, purpose string) (o Opened, ok bool) {
 		return o, false
 	}
 	end := bytes.IndexByte(s, '"')
-	if end <= 0 || !validTokenID(string(s[:end])) {
+	if end <= 0 || !keyring.ValidID(string(s[:end])) {
 		return o, false
 	}
 	o.ID = string(s[:end])
