@@ -2,15 +2,12 @@ package controllers_test
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
@@ -30,15 +27,9 @@ var (
 	mgr ctrl.Manager
 )
 
-func TestControllers(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "Controllers Suite")
-}
+func TestControllers(t *testing.T) { testenv.RunSpecs(t, "Controllers Suite") }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = testenv.Start(app.Scheme(), namespace)
 	Expect(err).NotTo(HaveOccurred())

@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
@@ -37,15 +35,9 @@ var (
 	baseURL string
 )
 
-func TestWebServer(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "Whole-app Suite")
-}
+func TestWebServer(t *testing.T) { testenv.RunSpecs(t, "Whole-app Suite") }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = testenv.Start(app.Scheme(), namespace)
 	Expect(err).NotTo(HaveOccurred())

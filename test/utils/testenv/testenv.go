@@ -10,6 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +22,20 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
+
+// RunSpecs runs the Ginkgo suite of t with the project's defaults: Eventually waits up to
+// 20 s, polling every 100 ms, and controller-runtime logs go to the Ginkgo writer (shown
+// for failed specs only).
+func RunSpecs(t *testing.T, description string) bool {
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	gomega.SetDefaultEventuallyTimeout(20 * time.Second)
+	gomega.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	logf.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
+	return ginkgo.RunSpecs(t, description)
+}
 
 // Root is the repository root.
 func Root() string {
