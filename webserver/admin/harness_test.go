@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,15 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/test/utils/testclient"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -32,19 +28,9 @@ import (
 
 const namespace = "ltiop"
 
-// toolKeyPEM is a real RSA tool key, generated once: the registry parses it as the
-// controller's key Secret.
-var toolKeyPEM = sync.OnceValue(func() []byte {
-	private, err := keys.Generate()
-	if err != nil {
-		panic(err)
-	}
-	pemBytes, err := keys.EncodePrivateKey(private)
-	if err != nil {
-		panic(err)
-	}
-	return pemBytes
-})
+// toolKey is the testkeys fixture key that is the controller's tool key: the platforms'
+// keys in these tests are generated apart.
+const toolKey = 2
 
 // harness serves the platforms API on loopback. Writes go to controller-runtime's fake
 // client, standing in for the API server; the registry (the read side) is fed by hand
@@ -56,11 +42,11 @@ type harness struct {
 	k8s client.Client // the fake API server, without interception
 	api *httptest.Server
 
-	failWrite     atomic.Pointer[error] // the next write fails with this, changing nothing
-	feed          atomic.Bool           // writes are shown in the registry (default true)
-	keyDelay      atomic.Int64          // the controller's key Secret follows after this long
-	deleteOnWrite atomic.Bool           // an update is answered by the registration's deletion
-	writes        atomic.Int32          // writes that reached the fake API server
+	writes        testclient.Gate // every write passes it
+	feed          atomic.Bool     // writes are shown in the registry (default true)
+	keyDelay      atomic.Int64    // the controller's key Secret follows after this long
+	deleteOnWrite atomic.Bool     // an update is answered by the registration's deletion
+	toolKeyPEM    []byte          // the controller's key Secret holds it
 }
 
 type harnessConfig struct {
@@ -74,22 +60,14 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 	for _, c := range configure {
 		c(&cfg)
 	}
-	scheme := runtime.NewScheme()
-	if err := ltiv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, reg: registry.New()}
+	h := &harness{t: t, reg: registry.New(), toolKeyPEM: testkeys.RSAKeyPEM(t, toolKey)}
 	h.feed.Store(true)
-	h.k8s = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&ltiv1.PlatformRegistration{}).
-		WithReturnManagedFields().Build()
-	writer := interceptor.NewClient(h.k8s.(client.WithWatch), interceptor.Funcs{
+	writer := interceptor.NewClient(testclient.NewFake(t), interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if err := h.refuse(); err != nil {
+			if err := h.writes.Pass(); err != nil {
 				return err
 			}
-			obj.SetUID(types.UID("uid-" + rand.String(8))) // as the API server assigns it
-			obj.SetGeneration(1)
-			obj.SetCreationTimestamp(metav1.Now())
+			testclient.Created(obj)
 			if err := c.Create(ctx, obj, opts...); err != nil {
 				return err
 			}
@@ -97,7 +75,7 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 			return nil
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if err := h.refuse(); err != nil {
+			if err := h.writes.Pass(); err != nil {
 				return err
 			}
 			if err := c.Apply(ctx, obj, opts...); err != nil {
@@ -107,7 +85,7 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 			return nil
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if err := h.refuse(); err != nil {
+			if err := h.writes.Pass(); err != nil {
 				return err
 			}
 			if err := c.Patch(ctx, obj, patch, opts...); err != nil {
@@ -117,7 +95,7 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 			return nil
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := h.refuse(); err != nil {
+			if err := h.writes.Pass(); err != nil {
 				return err
 			}
 			if err := c.Delete(ctx, obj, opts...); err != nil {
@@ -146,18 +124,6 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 	return h
 }
 
-// refuse returns the failure set for the next write, if any.
-func (h *harness) refuse() error {
-	if err := h.failWrite.Swap(nil); err != nil {
-		return *err
-	}
-	h.writes.Add(1)
-	return nil
-}
-
-// failNextWrite makes the next write fail with err.
-func (h *harness) failNextWrite(err error) { h.failWrite.Store(&err) }
-
 // show feeds the registry with the stored registration, Ready for its generation, and
 // (after keyDelay) its key Secret.
 func (h *harness) show(ctx context.Context, name string) {
@@ -175,7 +141,7 @@ func (h *harness) show(ctx context.Context, name string) {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-tool-key", Namespace: namespace, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: ltiv1.GroupVersion.String(), Kind: "PlatformRegistration", Name: name, UID: pr.UID, Controller: ptr.To(true)}}},
-		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: toolKeyPEM()},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: h.toolKeyPEM},
 	}
 	if d := time.Duration(h.keyDelay.Load()); d > 0 {
 		time.AfterFunc(d, func() { h.reg.ApplySecret(func(string, ...any) {}, secret) })
@@ -207,11 +173,7 @@ func (h *harness) showAfterUpdate(ctx context.Context, obj any) {
 // stored returns the registrations the fake API server holds.
 func (h *harness) stored() []ltiv1.PlatformRegistration {
 	h.t.Helper()
-	var list ltiv1.PlatformRegistrationList
-	if err := h.k8s.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
-		h.t.Fatal(err)
-	}
-	return list.Items
+	return testclient.Stored(h.t, h.k8s, namespace)
 }
 
 // get returns the stored registration name.
@@ -224,66 +186,10 @@ func (h *harness) get(name string) *ltiv1.PlatformRegistration {
 	return &pr
 }
 
-type reply struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-func (r reply) json(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("%d %s: %v", r.Status, r.Body, err)
-	}
-	return m
-}
-
 // call sends a request; a body that is not a string is sent as JSON.
-func (h *harness) call(method, path string, body any, header ...string) reply {
+func (h *harness) call(method, path string, body any, header ...string) testhttp.Reply {
 	h.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		s, ok := body.(string)
-		if !ok {
-			b, err := json.Marshal(body)
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			s = string(b)
-		}
-		rd = strings.NewReader(s)
-	}
-	req, err := http.NewRequest(method, h.api.URL+path, rd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{Status: res.StatusCode, Header: res.Header, Body: b}
-}
-
-// wantError checks an error envelope's status and code and returns its description.
-func wantError(t *testing.T, r reply, status int, code string) string {
-	t.Helper()
-	var env httpapi.Envelope
-	if err := json.Unmarshal(r.Body, &env); err != nil {
-		t.Fatalf("%d, not an error envelope: %s", r.Status, r.Body)
-	}
-	if r.Status != status || env.Status != status || env.Error != http.StatusText(status) || env.Details.Message != code || env.Details.Description == "" {
-		t.Fatalf("%d %s, want %d %s", r.Status, r.Body, status, code)
-	}
-	return env.Details.Description
+	return testhttp.Do(h.t, http.DefaultClient, testhttp.NewRequest(h.t, method, h.api.URL+path, body, header...))
 }
 
 var errAPIServerDown = errors.New("dial tcp 10.96.0.1:443: connect: connection refused")

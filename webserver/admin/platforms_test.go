@@ -19,6 +19,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 )
 
 var prGroup = schema.GroupResource{Group: ltiv1.GroupVersion.Group, Resource: "platformregistrations"}
@@ -56,7 +57,7 @@ func (h *harness) create(body map[string]any) map[string]any {
 	if res.Status != http.StatusCreated {
 		h.t.Fatalf("create: %d %s", res.Status, res.Body)
 	}
-	return res.json(h.t)
+	return res.JSON(h.t)
 }
 
 func rsaPublicPEM(t *testing.T) string {
@@ -81,7 +82,7 @@ func TestCreate(t *testing.T) {
 	if res.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", res.Status, res.Body)
 	}
-	p := res.json(t)
+	p := res.JSON(t)
 	id, _ := p["id"].(string)
 	if len(p) != 9 || !strings.HasPrefix(id, "canvas-instructure-com-") || len(validation.IsDNS1123Subdomain(id)) != 0 {
 		t.Fatalf("answer %v", p)
@@ -112,7 +113,7 @@ func TestCreate(t *testing.T) {
 	}
 
 	got := h.call("GET", "/api/platforms/"+id, nil)
-	if got.Status != http.StatusOK || !reflect.DeepEqual(got.json(t), p) {
+	if got.Status != http.StatusOK || !reflect.DeepEqual(got.JSON(t), p) {
 		t.Fatalf("get after create: %d %s", got.Status, got.Body)
 	}
 	// T-QUIRK-01: the same client on another issuer is another platform.
@@ -141,7 +142,7 @@ func TestCreateWaitsForTheKey(t *testing.T) {
 func TestCreateRefusals(t *testing.T) {
 	h := newHarness(t)
 	existing := h.create(canvasBody("taken"))
-	writes := h.writes.Load()
+	writes := h.writes.Passed()
 	jwkOct := `{"kty":"oct","k":"c2VjcmV0"}`
 	for _, tc := range []struct {
 		name   string
@@ -178,7 +179,7 @@ func TestCreateRefusals(t *testing.T) {
 		{"a duplicate (url, clientId)", canvasBody("taken"), 409, "PLATFORM_ALREADY_REGISTERED", []string{existing["id"].(string)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			desc := wantError(t, h.call("POST", "/api/platforms", tc.body), tc.status, tc.code)
+			desc := testhttp.WantError(t, h.call("POST", "/api/platforms", tc.body), tc.status, tc.code)
 			for _, s := range tc.says {
 				if !strings.Contains(desc, s) {
 					t.Errorf("description %q does not say %q", desc, s)
@@ -187,9 +188,9 @@ func TestCreateRefusals(t *testing.T) {
 		})
 	}
 	t.Run("a form body", func(t *testing.T) {
-		wantError(t, h.call("POST", "/api/platforms", "url=x", "Content-Type", "application/x-www-form-urlencoded"), 415, "UNSUPPORTED_MEDIA_TYPE")
+		testhttp.WantError(t, h.call("POST", "/api/platforms", "url=x", "Content-Type", "application/x-www-form-urlencoded"), 415, "UNSUPPORTED_MEDIA_TYPE")
 	})
-	if n := h.writes.Load(); n != writes || len(h.stored()) != 1 {
+	if n := h.writes.Passed(); n != writes || len(h.stored()) != 1 {
 		t.Fatalf("refused requests wrote %d times; %d registrations stored", n-writes, len(h.stored()))
 	}
 	if len(h.reg.List(nil)) != 1 {
@@ -223,10 +224,10 @@ func TestCreateWhenTheAPIServerRefuses(t *testing.T) {
 		{"unreachable", errAPIServerDown, 503, "UPSTREAM_ERROR", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h.failNextWrite(tc.err)
+			h.writes.FailNext(tc.err)
 			res := h.call("POST", "/api/platforms", canvasBody("x"))
-			desc := wantError(t, res, tc.status, tc.code)
-			if !strings.Contains(desc, tc.says) || strings.Contains(string(res.Body), "10.96.0.1") || strings.Contains(desc, "spec.") {
+			desc := testhttp.WantError(t, res, tc.status, tc.code)
+			if !strings.Contains(desc, tc.says) || strings.Contains(res.Body, "10.96.0.1") || strings.Contains(desc, "spec.") {
 				t.Fatalf("description %q", desc)
 			}
 			if len(h.stored()) != 0 || len(h.reg.List(nil)) != 0 {
@@ -256,7 +257,7 @@ func TestListAndGet(t *testing.T) {
 			t.Fatalf("%s: %d %s", path, res.Status, res.Body)
 		}
 		var out struct{ Platforms []map[string]any }
-		if err := json.Unmarshal(res.Body, &out); err != nil {
+		if err := json.Unmarshal([]byte(res.Body), &out); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -291,11 +292,11 @@ func TestListAndGet(t *testing.T) {
 			t.Errorf("%s: %v", path, got)
 		}
 	}
-	if none := h.call("GET", "/api/platforms?id=nope", nil); string(none.Body) != `{"platforms":[]}` {
+	if none := h.call("GET", "/api/platforms?id=nope", nil); none.Body != `{"platforms":[]}` {
 		t.Fatalf("empty list %s", none.Body)
 	}
 	for _, prefix := range []string{"/api/platforms/", "/admin/platforms/"} {
-		if got := h.call("GET", prefix+a["id"].(string), nil); got.Status != 200 || !reflect.DeepEqual(got.json(t), a) {
+		if got := h.call("GET", prefix+a["id"].(string), nil); got.Status != 200 || !reflect.DeepEqual(got.JSON(t), a) {
 			t.Fatalf("get: %d %s", got.Status, got.Body)
 		}
 	}
@@ -312,12 +313,12 @@ func TestUnknownPlatform(t *testing.T) {
 		if r.method == "PUT" {
 			body = canvasBody("x")
 		}
-		desc := wantError(t, h.call(r.method, r.path, body), 404, "PLATFORM_NOT_FOUND")
+		desc := testhttp.WantError(t, h.call(r.method, r.path, body), 404, "PLATFORM_NOT_FOUND")
 		if !strings.Contains(desc, `"nope"`) {
 			t.Errorf("%s %s: description %q", r.method, r.path, desc)
 		}
 	}
-	if h.writes.Load() != 0 {
+	if h.writes.Passed() != 0 {
 		t.Fatal("a request for an unknown platform wrote")
 	}
 }
@@ -338,7 +339,7 @@ func TestUpdate(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("put: %d %s", res.Status, res.Body)
 	}
-	got := res.json(t)
+	got := res.JSON(t)
 	if got["name"] != "Canvas (renamed)" || got["clientId"] != "c2" || got["url"] != "https://canvas.renamed.example" ||
 		got["publicKey"] != p["publicKey"] || got["active"] != false {
 		t.Fatalf("answer %v", got)
@@ -356,7 +357,7 @@ func TestUpdate(t *testing.T) {
 	if !applied {
 		t.Fatalf("managed fields %+v", stored.ManagedFields)
 	}
-	if again := h.call("GET", "/api/platforms/"+id, nil); !reflect.DeepEqual(again.json(t), got) {
+	if again := h.call("GET", "/api/platforms/"+id, nil); !reflect.DeepEqual(again.JSON(t), got) {
 		t.Fatalf("a read after the write disagrees: %s", again.Body)
 	}
 	// Its own (url, clientId) is no duplicate.
@@ -372,7 +373,7 @@ func TestUpdateRefusals(t *testing.T) {
 	b := h.create(canvasBody("b"))
 	id := a["id"].(string)
 	before := h.get(id).Spec
-	writes := h.writes.Load()
+	writes := h.writes.Passed()
 	for _, tc := range []struct {
 		name   string
 		body   any
@@ -386,14 +387,14 @@ func TestUpdateRefusals(t *testing.T) {
 		{"not JSON", "{", 400, "INVALID_REQUEST_BODY", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			desc := wantError(t, h.call("PUT", "/api/platforms/"+id, tc.body), tc.status, tc.code)
+			desc := testhttp.WantError(t, h.call("PUT", "/api/platforms/"+id, tc.body), tc.status, tc.code)
 			if !strings.Contains(desc, tc.says) {
 				t.Fatalf("description %q does not say %q", desc, tc.says)
 			}
 		})
 	}
 	t.Run("a form body", func(t *testing.T) {
-		wantError(t, h.call("PUT", "/api/platforms/"+id, "a=b", "Content-Type", "text/plain"), 415, "UNSUPPORTED_MEDIA_TYPE")
+		testhttp.WantError(t, h.call("PUT", "/api/platforms/"+id, "a=b", "Content-Type", "text/plain"), 415, "UNSUPPORTED_MEDIA_TYPE")
 	})
 	for _, tc := range []struct {
 		name   string
@@ -406,18 +407,18 @@ func TestUpdateRefusals(t *testing.T) {
 		{"the API server unreachable", errAPIServerDown, 503, "UPSTREAM_ERROR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h.failNextWrite(tc.err)
-			wantError(t, h.call("PUT", "/api/platforms/"+id, with(canvasBody("a"), "name", "new")), tc.status, tc.code)
+			h.writes.FailNext(tc.err)
+			testhttp.WantError(t, h.call("PUT", "/api/platforms/"+id, with(canvasBody("a"), "name", "new")), tc.status, tc.code)
 		})
 	}
-	if n := h.writes.Load(); n != writes || !reflect.DeepEqual(h.get(id).Spec, before) || h.reg.Get(id).Spec.Name != "Canvas" {
+	if n := h.writes.Passed(); n != writes || !reflect.DeepEqual(h.get(id).Spec, before) || h.reg.Get(id).Spec.Name != "Canvas" {
 		t.Fatalf("refused updates changed something (%d writes): %+v", n-writes, h.get(id).Spec)
 	}
 
 	t.Run("deleted while the write waited for the registry", func(t *testing.T) {
 		h.deleteOnWrite.Store(true)
 		defer h.deleteOnWrite.Store(false)
-		desc := wantError(t, h.call("PUT", "/api/platforms/"+id, canvasBody("a")), 404, "PLATFORM_NOT_FOUND")
+		desc := testhttp.WantError(t, h.call("PUT", "/api/platforms/"+id, canvasBody("a")), 404, "PLATFORM_NOT_FOUND")
 		if !strings.Contains(desc, "meanwhile") {
 			t.Fatalf("description %q", desc)
 		}
@@ -430,7 +431,7 @@ func TestUpdateOfADevModeRegistration(t *testing.T) {
 	id := h.create(canvasBody("dev"))["id"].(string)
 	h.update(id, func(pr *ltiv1.PlatformRegistration) { pr.Spec.DevMode = true })
 	res := h.call("PUT", "/api/platforms/"+id, with(canvasBody("dev"), "url", "http://127.0.0.1:8080"))
-	if res.Status != http.StatusOK || res.json(t)["url"] != "http://127.0.0.1:8080" || !h.get(id).Spec.DevMode {
+	if res.Status != http.StatusOK || res.JSON(t)["url"] != "http://127.0.0.1:8080" || !h.get(id).Spec.DevMode {
 		t.Fatalf("put: %d %s", res.Status, res.Body)
 	}
 }
@@ -440,10 +441,10 @@ func TestDelete(t *testing.T) {
 	h := newHarness(t)
 	id := h.create(canvasBody("d"))["id"].(string)
 
-	h.failNextWrite(errAPIServerDown)
-	wantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 503, "UPSTREAM_ERROR")
-	h.failNextWrite(apierrors.NewNotFound(prGroup, id))
-	wantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
+	h.writes.FailNext(errAPIServerDown)
+	testhttp.WantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 503, "UPSTREAM_ERROR")
+	h.writes.FailNext(apierrors.NewNotFound(prGroup, id))
+	testhttp.WantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
 	if len(h.stored()) != 1 || h.reg.Get(id) == nil {
 		t.Fatal("a refused delete removed the registration")
 	}
@@ -455,8 +456,8 @@ func TestDelete(t *testing.T) {
 	if len(h.stored()) != 0 || h.reg.Get(id) != nil {
 		t.Fatal("the registration is still there")
 	}
-	wantError(t, h.call("GET", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
-	wantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
+	testhttp.WantError(t, h.call("GET", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
+	testhttp.WantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
 }
 
 // POST …/deactivate and …/activate set spec.active by a merge patch as ltiop-api.
@@ -468,23 +469,23 @@ func TestActivateAndDeactivate(t *testing.T) {
 		active bool
 	}{{"/api/platforms/" + id + "/deactivate", false}, {"/admin/platforms/" + id + "/activate", true}} {
 		res := h.call("POST", tc.path, nil)
-		if res.Status != http.StatusOK || res.json(t)["active"] != tc.active || h.get(id).Spec.IsActive() != tc.active {
+		if res.Status != http.StatusOK || res.JSON(t)["active"] != tc.active || h.get(id).Spec.IsActive() != tc.active {
 			t.Fatalf("%s: %d %s", tc.path, res.Status, res.Body)
 		}
-		if got := h.call("GET", "/api/platforms/"+id, nil).json(t)["active"]; got != tc.active {
+		if got := h.call("GET", "/api/platforms/"+id, nil).JSON(t)["active"]; got != tc.active {
 			t.Fatalf("a read after %s shows active %v", tc.path, got)
 		}
 	}
 
-	writes := h.writes.Load()
-	h.failNextWrite(errAPIServerDown)
-	wantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 503, "UPSTREAM_ERROR")
-	h.failNextWrite(apierrors.NewConflict(prGroup, id, fmt.Errorf("uid precondition")))
-	wantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 409, "CONFLICT")
-	if !h.get(id).Spec.IsActive() || !h.reg.Get(id).Spec.IsActive() || h.writes.Load() != writes {
+	writes := h.writes.Passed()
+	h.writes.FailNext(errAPIServerDown)
+	testhttp.WantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 503, "UPSTREAM_ERROR")
+	h.writes.FailNext(apierrors.NewConflict(prGroup, id, fmt.Errorf("uid precondition")))
+	testhttp.WantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 409, "CONFLICT")
+	if !h.get(id).Spec.IsActive() || !h.reg.Get(id).Spec.IsActive() || h.writes.Passed() != writes {
 		t.Fatal("a refused deactivation changed the registration")
 	}
 
 	h.deleteOnWrite.Store(true)
-	wantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 404, "PLATFORM_NOT_FOUND")
+	testhttp.WantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 404, "PLATFORM_NOT_FOUND")
 }

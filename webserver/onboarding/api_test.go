@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
@@ -50,7 +51,7 @@ func TestPreApproval(t *testing.T) {
 	if got.Status != http.StatusOK {
 		t.Fatalf("get: %d %s", got.Status, got.Body)
 	}
-	m := got.json(t)
+	m := got.JSON(t)
 	for k, v := range map[string]any{
 		"id": id, "url": h.lmsURL, "productFamilyCode": "moodle", "version": "1.0",
 		"authenticationEndpoint": h.lmsURL + lmssim.AuthPath, "accesstokenEndpoint": h.lmsURL + lmssim.TokenPath,
@@ -63,7 +64,7 @@ func TestPreApproval(t *testing.T) {
 	if !reflect.DeepEqual(m["messagesSupported"], []any{"LtiResourceLinkRequest", "LtiDeepLinkingRequest"}) || len(m["scopesSupported"].([]any)) == 0 {
 		t.Errorf("messages %v, scopes %v", m["messagesSupported"], m["scopesSupported"])
 	}
-	raw := h.call("GET", "/api/registrations/"+url.PathEscape(id)+"?raw=true", nil).json(t)
+	raw := h.call("GET", "/api/registrations/"+url.PathEscape(id)+"?raw=true", nil).JSON(t)
 	if raw["issuer"] != h.lmsURL || raw["registration_endpoint"] != h.lmsURL+lmssim.RegisterPath {
 		t.Fatalf("raw configuration %v", raw)
 	}
@@ -73,7 +74,7 @@ func TestPreApproval(t *testing.T) {
 	if done.Status != http.StatusOK {
 		t.Fatalf("complete: %d %s", done.Status, done.Body)
 	}
-	out := done.json(t)
+	out := done.JSON(t)
 	pr := h.only()
 	if out["platformId"] != pr.Name || !strings.Contains(out["html"].(string), "org.imsglobal.lti.close") {
 		t.Fatalf("answer %v", out)
@@ -91,7 +92,7 @@ func TestPreApproval(t *testing.T) {
 	}
 
 	// Single use: the pending registration cannot be completed twice.
-	wantError(t, h.call("POST", "/api/registrations/"+url.PathEscape(id)+"/complete", map[string]any{}), 409, "REGISTRATION_ALREADY_COMPLETED")
+	testhttp.WantRefusal(t, h.call("POST", "/api/registrations/"+url.PathEscape(id)+"/complete", map[string]any{}), 409, "REGISTRATION_ALREADY_COMPLETED")
 	if len(h.lms.Registrations()) != 1 || len(h.stored()) != 1 {
 		t.Fatal("a second completion registered again")
 	}
@@ -125,7 +126,7 @@ func TestPendingRegistrationRefusals(t *testing.T) {
 		{"a form body", "POST", path + "/complete", "a=b", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			desc := wantError(t, h.call(tc.method, tc.path, tc.body, tc.header...), tc.status, tc.code)
+			desc := testhttp.WantRefusal(t, h.call(tc.method, tc.path, tc.body, tc.header...), tc.status, tc.code)
 			if !strings.Contains(desc, tc.says) {
 				t.Fatalf("description %q does not say %q", desc, tc.says)
 			}
@@ -147,8 +148,8 @@ func TestPendingRegistrationExpires(t *testing.T) {
 	h := newHarness(t, preApproval)
 	id := h.pending()
 	h.clock.Add(int64(time.Hour + time.Second))
-	wantError(t, h.call("GET", "/api/registrations/"+url.PathEscape(id), nil), 404, "REGISTRATION_NOT_FOUND")
-	wantError(t, h.call("POST", "/api/registrations/"+url.PathEscape(id)+"/complete", map[string]any{}), 404, "REGISTRATION_NOT_FOUND")
+	testhttp.WantRefusal(t, h.call("GET", "/api/registrations/"+url.PathEscape(id), nil), 404, "REGISTRATION_NOT_FOUND")
+	testhttp.WantRefusal(t, h.call("POST", "/api/registrations/"+url.PathEscape(id)+"/complete", map[string]any{}), 404, "REGISTRATION_NOT_FOUND")
 	if len(h.lms.Registrations()) != 0 || len(h.stored()) != 0 {
 		t.Fatal("an expired registration went through")
 	}
@@ -168,12 +169,12 @@ func TestCompleteWhenThePlatformRefuses(t *testing.T) {
 		return true
 	})
 	res := h.call("POST", "/api/registrations/"+url.PathEscape(id)+"/complete", map[string]any{})
-	wantError(t, res, 502, "REGISTRATION_REFUSED")
-	if d := res.json(t)["details"].(map[string]any); d["upstreamStatus"] != float64(401) {
+	testhttp.WantRefusal(t, res, 502, "REGISTRATION_REFUSED")
+	if d := res.JSON(t)["details"].(map[string]any); d["upstreamStatus"] != float64(401) {
 		t.Fatalf("details %v", d)
 	}
 	if len(h.stored()) != 0 {
 		t.Fatal("a refused registration was stored")
 	}
-	wantError(t, h.call("POST", "/api/registrations/"+url.PathEscape(id)+"/complete", map[string]any{}), 409, "REGISTRATION_ALREADY_COMPLETED")
+	testhttp.WantRefusal(t, h.call("POST", "/api/registrations/"+url.PathEscape(id)+"/complete", map[string]any{}), 409, "REGISTRATION_ALREADY_COMPLETED")
 }

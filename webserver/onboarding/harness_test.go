@@ -2,22 +2,16 @@ package onboarding_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -25,6 +19,8 @@ import (
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testclient"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/onboarding"
@@ -51,9 +47,8 @@ type harness struct {
 	keyring *sessions.Keyring
 	clock   atomic.Int64 // offset of the onboarding clock, ns
 
-	failWrite    atomic.Pointer[error]                                         // the next create or apply fails with this
-	failStatus   atomic.Pointer[error]                                         // the next status write fails with this
-	statusWrites atomic.Int32                                                  // status writes that reached the fake API server
+	writes       testclient.Gate                                               // creates and applies pass it
+	statusWrites testclient.Gate                                               // status writes pass it
 	intercept    atomic.Pointer[func(http.ResponseWriter, *http.Request) bool] // answers LMS requests first
 }
 
@@ -95,32 +90,24 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 	})
 	h.lms, h.lmsURL = lms, lmsSrv.URL
 
-	scheme := runtime.NewScheme()
-	if err := ltiv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	store := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&ltiv1.PlatformRegistration{}).
-		WithReturnManagedFields().Build()
-	h.k8s = interceptor.NewClient(store, interceptor.Funcs{
+	h.k8s = interceptor.NewClient(testclient.NewFake(t), interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if err := h.refuse(); err != nil {
+			if err := h.writes.Pass(); err != nil {
 				return err
 			}
-			obj.SetUID(types.UID("uid-" + rand.String(8))) // as the API server assigns it
-			obj.SetGeneration(1)
+			testclient.Created(obj)
 			return c.Create(ctx, obj, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if err := h.refuse(); err != nil {
+			if err := h.writes.Pass(); err != nil {
 				return err
 			}
 			return c.Apply(ctx, obj, opts...)
 		},
 		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			if err := h.failStatus.Swap(nil); err != nil {
-				return *err
+			if err := h.statusWrites.Pass(); err != nil {
+				return err
 			}
-			h.statusWrites.Add(1)
 			return c.SubResource(sub).Apply(ctx, obj, opts...)
 		},
 	})
@@ -148,15 +135,6 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 	return h
 }
 
-func (h *harness) refuse() error {
-	if err := h.failWrite.Swap(nil); err != nil {
-		return *err
-	}
-	return nil
-}
-
-func (h *harness) failNextWrite(err error) { h.failWrite.Store(&err) }
-
 // interceptLMS puts f in front of the simulator until the test ends.
 func (h *harness) interceptLMS(f func(http.ResponseWriter, *http.Request) bool) {
 	h.intercept.Store(&f)
@@ -166,11 +144,7 @@ func (h *harness) interceptLMS(f func(http.ResponseWriter, *http.Request) bool) 
 // stored returns the registrations the fake API server holds.
 func (h *harness) stored() []ltiv1.PlatformRegistration {
 	h.t.Helper()
-	var list ltiv1.PlatformRegistrationList
-	if err := h.k8s.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
-		h.t.Fatal(err)
-	}
-	return list.Items
+	return testclient.Stored(h.t, h.k8s, namespace)
 }
 
 // only returns the one stored registration.
@@ -191,24 +165,9 @@ func (h *harness) show(pr *ltiv1.PlatformRegistration) {
 	h.reg.Apply(pr)
 }
 
-type reply struct {
-	Status int
-	Header http.Header
-	Body   string
-}
-
-func (r reply) json(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
-		t.Fatalf("%d %s: %v", r.Status, r.Body, err)
-	}
-	return m
-}
-
 // open is the LMS's frame opening a URL (no redirect followed); jsonErrors asks for the
 // error envelope instead of the HTML page.
-func (h *harness) open(u string, jsonErrors bool) reply {
+func (h *harness) open(u string, jsonErrors bool) testhttp.Reply {
 	h.t.Helper()
 	req, err := http.NewRequest("GET", u, nil)
 	if err != nil {
@@ -217,70 +176,16 @@ func (h *harness) open(u string, jsonErrors bool) reply {
 	if jsonErrors {
 		req.Header.Set("Accept", "application/json")
 	}
-	return h.do(req)
+	return testhttp.Do(h.t, testhttp.NoRedirects(nil), req)
 }
 
 // call sends an API request to onboarding; a body that is not a string is sent as JSON.
-func (h *harness) call(method, path string, body any, header ...string) reply {
+func (h *harness) call(method, path string, body any, header ...string) testhttp.Reply {
 	h.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		s, ok := body.(string)
-		if !ok {
-			b, _ := json.Marshal(body)
-			s = string(b)
-		}
-		rd = strings.NewReader(s)
-	}
-	req, err := http.NewRequest(method, h.ltiop.URL+path, rd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	return h.do(req)
-}
-
-func (h *harness) do(req *http.Request) reply {
-	h.t.Helper()
-	c := &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{Status: res.StatusCode, Header: res.Header, Body: string(b)}
+	return testhttp.Do(h.t, testhttp.NoRedirects(nil), testhttp.NewRequest(h.t, method, h.ltiop.URL+path, body, header...))
 }
 
 // start is the URL the LMS opens to register the tool, with a fresh registration token.
 func (h *harness) start() string { return h.lms.RegistrationStart(h.ltiop.URL + paths.Register) }
-
-// wantError checks a refusal: the JSON envelope, or the HTML error page, with status and
-// code, and no redirect. It returns the description (JSON only).
-func wantError(t *testing.T, r reply, status int, code string) string {
-	t.Helper()
-	if r.Status != status || r.Header.Get("Location") != "" {
-		t.Fatalf("%d (Location %q) %s, want %d %s", r.Status, r.Header.Get("Location"), r.Body, status, code)
-	}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
-		if !strings.Contains(r.Body, "Error <code>"+code+"</code>") {
-			t.Fatalf("error page without %s: %s", code, r.Body)
-		}
-		return ""
-	}
-	var env httpapi.Envelope
-	if err := json.Unmarshal([]byte(r.Body), &env); err != nil {
-		t.Fatalf("not an error envelope: %s", r.Body)
-	}
-	if env.Status != status || env.Error != http.StatusText(status) || env.Details.Message != code || env.Details.Description == "" {
-		t.Fatalf("%s, want %d %s", r.Body, status, code)
-	}
-	return env.Details.Description
-}
 
 var errAPIServerDown = errors.New("dial tcp 10.96.0.1:443: connect: connection refused")

@@ -19,6 +19,7 @@ import (
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 )
 
 var scriptNonce = regexp.MustCompile(`<script nonce="([^"]+)"`)
@@ -187,11 +188,11 @@ func TestRegisterRefusalsBeforeRegistering(t *testing.T) {
 				h.interceptLMS(tc.intercept)
 			}
 			u := tc.url()
-			desc := wantError(t, h.open(u, true), tc.status, tc.code)
+			desc := testhttp.WantRefusal(t, h.open(u, true), tc.status, tc.code)
 			if !strings.Contains(desc, tc.says) {
 				t.Fatalf("description %q does not say %q", desc, tc.says)
 			}
-			wantError(t, h.open(u, false), tc.status, tc.code) // the LMS's frame gets the HTML page
+			testhttp.WantRefusal(t, h.open(u, false), tc.status, tc.code) // the LMS's frame gets the HTML page
 		})
 	}
 	if n := len(h.lms.Registrations()); n != 0 || len(h.stored()) != 0 {
@@ -202,7 +203,7 @@ func TestRegisterRefusalsBeforeRegistering(t *testing.T) {
 // Outside dev mode, only https configuration URLs are accepted.
 func TestRegisterRequiresHTTPS(t *testing.T) {
 	h := newHarness(t, func(c *harnessConfig) { c.opts.Outbound = outbound.Policy{} })
-	desc := wantError(t, h.open(h.start(), true), 400, "INVALID_OPENID_CONFIGURATION_URL")
+	desc := testhttp.WantRefusal(t, h.open(h.start(), true), 400, "INVALID_OPENID_CONFIGURATION_URL")
 	if !strings.Contains(desc, "https") || len(h.lms.Registrations()) != 0 {
 		t.Fatalf("description %q", desc)
 	}
@@ -244,8 +245,8 @@ func TestRegisterWhenThePlatformRefuses(t *testing.T) {
 				return true
 			})
 			res := h.open(h.start(), true)
-			wantError(t, res, 502, tc.code)
-			details := res.json(t)["details"].(map[string]any)
+			testhttp.WantRefusal(t, res, 502, tc.code)
+			details := res.JSON(t)["details"].(map[string]any)
 			if tc.upstream != 0 && (details["externalError"] != true || details["upstreamStatus"] != tc.upstream) {
 				t.Fatalf("details %v", details)
 			}
@@ -267,9 +268,9 @@ func TestRegisterWhenTheAPIServerRefuses(t *testing.T) {
 		status int
 		code   string
 	}{{errAPIServerDown, 503, "UPSTREAM_ERROR"}, {invalid, 400, "INVALID_PARAMETERS"}} {
-		h.failNextWrite(tc.err)
+		h.writes.FailNext(tc.err)
 		res := h.open(h.start(), true)
-		desc := wantError(t, res, tc.status, tc.code)
+		desc := testhttp.WantRefusal(t, res, tc.status, tc.code)
 		if strings.Contains(res.Body, "10.96.0.1") || strings.Contains(desc, "spec.") {
 			t.Fatalf("description %q", desc)
 		}
@@ -280,11 +281,11 @@ func TestRegisterWhenTheAPIServerRefuses(t *testing.T) {
 
 	// Recording the deployment is best effort: the registration stands, and the deployment
 	// is learnt at the first launch.
-	h.failStatus.Store(&errAPIServerDown)
+	h.statusWrites.FailNext(errAPIServerDown)
 	if res := h.open(h.start(), true); res.Status != http.StatusOK {
 		t.Fatalf("register: %d %s", res.Status, res.Body)
 	}
-	if pr := h.only(); len(pr.Status.DeploymentIDs) != 0 || h.failStatus.Load() != nil {
+	if pr := h.only(); len(pr.Status.DeploymentIDs) != 0 || h.statusWrites.Pending() {
 		t.Fatalf("status %+v", pr.Status)
 	}
 }
@@ -296,7 +297,7 @@ func TestRegisterWithoutSealingKeys(t *testing.T) {
 		c.noKeys = true
 		c.opts.PreApprovalURL = "https://app.example/approve"
 	})
-	wantError(t, h.open(h.start(), true), 503, "NOT_READY")
+	testhttp.WantRefusal(t, h.open(h.start(), true), 503, "NOT_READY")
 	if len(h.lms.Registrations()) != 0 || len(h.stored()) != 0 {
 		t.Fatal("a refused registration went through")
 	}
@@ -309,7 +310,7 @@ func TestCanvasConfiguration(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("canvas: %d %s", res.Status, res.Body)
 	}
-	m := res.json(t)
+	m := res.JSON(t)
 	if m["oidc_initiation_url"] != publicURL+paths.Login || m["public_jwk_url"] != publicURL+paths.Keys ||
 		m["target_link_uri"] != publicURL+paths.Launch {
 		t.Fatalf("configuration %v", m)
@@ -333,11 +334,11 @@ func TestRecordDeployment(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	writes := h.statusWrites.Load()
+	writes := h.statusWrites.Passed()
 	h.o.RecordDeployment(p, "dr-deployment")
 	h.o.RecordDeployment(p, "")
 	time.Sleep(100 * time.Millisecond)
-	if n := h.statusWrites.Load(); n != writes {
+	if n := h.statusWrites.Passed(); n != writes {
 		t.Fatalf("%d status writes for a known deployment", n-writes)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -24,7 +25,7 @@ func (rg *rig) serviceKeyOf(t testing.TB, ltik string) string {
 	if tok.Status != http.StatusOK {
 		t.Fatalf("idtoken: %d %s", tok.Status, tok.Body)
 	}
-	key, _ := tok.json(t)["services"].(map[string]any)["serviceKey"].(string)
+	key, _ := tok.JSON(t)["services"].(map[string]any)["serviceKey"].(string)
 	return key
 }
 
@@ -59,7 +60,7 @@ func TestIDToken(t *testing.T) {
 		t.Fatal("the service key is missing or differs between calls")
 	}
 
-	raw := rg.call(t, nil, "GET", "/api/idtoken?raw=true", ltikAuth(ltik), nil).json(t)
+	raw := rg.call(t, nil, "GET", "/api/idtoken?raw=true", ltikAuth(ltik), nil).JSON(t)
 	if raw["sub"] != "u" || raw["ltiVersion"] != "1.3.0" || raw[ltiClaim+"deployment_id"] != rigDeployment {
 		t.Fatalf("raw claims %v", raw)
 	}
@@ -80,7 +81,7 @@ func TestIDTokenOfADeepLinkingLaunchWithoutServices(t *testing.T) {
 		delete(c, "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice")
 		delete(c, "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
 	})
-	tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil).json(t)
+	tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil).JSON(t)
 	launch := tok["launch"].(map[string]any)
 	if launch["type"] != "LtiDeepLinkingRequest" || launch["target"] != rg.ltiop.URL+paths.Launch {
 		t.Fatalf("launch %v", launch)
@@ -114,7 +115,7 @@ func TestRequireLtikRefusals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := rg.call(t, nil, "GET", "/api/idtoken", map[string]string{"Authorization": h}, nil)
-			wantError(t, res, 401, toolmode.CodeInvalidLtikAuth)
+			testhttp.WantRefusal(t, res, 401, toolmode.CodeInvalidLtikAuth)
 			if strings.Contains(res.Body, benchAPIKey) {
 				t.Fatal("the API key is echoed")
 			}
@@ -125,9 +126,9 @@ func TestRequireLtikRefusals(t *testing.T) {
 		rg := newRig(t)
 		ltik := rg.launchWith(t, nil)
 		rg.clock.Advance(24*time.Hour + time.Second) // also past the opened-ltik cache
-		wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
+		testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
 		toolmode.ForgetOpenedLtiks(rg.tool)
-		wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
+		testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
 	})
 }
 
@@ -139,7 +140,7 @@ func TestRequireLtikFollowsTheRegistration(t *testing.T) {
 	keySecret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-tool-key", OwnerReferences: []metav1.OwnerReference{{
 			Kind: "PlatformRegistration", Name: "bench", UID: "bench-uid", Controller: ptr.To(true)}}},
-		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: toolKeyPEM()},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: rg.keyPEM},
 	}
 	for _, tc := range []struct {
 		name         string
@@ -160,7 +161,7 @@ func TestRequireLtikFollowsTheRegistration(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.change()
-			wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeUnregistered)
+			testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeUnregistered)
 			tc.undo()
 			if res := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil); res.Status != http.StatusOK {
 				t.Fatalf("restored: %d %s", res.Status, res.Body)
@@ -173,9 +174,9 @@ func TestRequireLtikFollowsTheRegistration(t *testing.T) {
 func TestIntegratorAPIWithoutAnAPIKey(t *testing.T) {
 	rg := newRig(t, func(c *rigConfig) { c.apiKey = "" })
 	ltik := rg.launchWith(t, nil) // launches do not need the API key
-	wantError(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 503, "API_KEY_NOT_CONFIGURED")
-	wantError(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth("some-key"), nil), 503, "API_KEY_NOT_CONFIGURED")
-	wantError(t, rg.call(t, nil, "GET", "/api/memberships", ltikAuth(ltik), nil), 503, "API_KEY_NOT_CONFIGURED")
+	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 503, "API_KEY_NOT_CONFIGURED")
+	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth("some-key"), nil), 503, "API_KEY_NOT_CONFIGURED")
+	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/memberships", ltikAuth(ltik), nil), 503, "API_KEY_NOT_CONFIGURED")
 }
 
 // The service endpoints take LTIK-AUTH or SERVICE-AUTH-V1 only; a refused call reaches
@@ -202,7 +203,7 @@ func TestRequireServiceRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, path := range []string{"/api/memberships", "/api/lineitems"} {
 				res := rg.call(t, nil, "GET", path, map[string]string{"Authorization": tc.header}, nil)
-				wantError(t, res, 401, tc.code)
+				testhttp.WantRefusal(t, res, 401, tc.code)
 				if strings.Contains(res.Body, benchAPIKey) {
 					t.Fatal("the API key is echoed")
 				}
@@ -215,7 +216,7 @@ func TestRequireServiceRefusals(t *testing.T) {
 
 	// A service key stops working with its registration.
 	rg.update(func(pr *ltiv1.PlatformRegistration) { pr.Spec.Active = ptr.To(false) })
-	wantError(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), 401, toolmode.CodeUnregistered)
+	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), 401, toolmode.CodeUnregistered)
 	if n := rg.lms.TokenRequests(); n != 0 {
 		t.Fatalf("refused calls made %d token requests", n)
 	}

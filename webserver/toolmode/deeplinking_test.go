@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -47,7 +48,7 @@ func TestDeepLinkingForm(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("form: %d %s", res.Status, res.Body)
 	}
-	form, _ := res.json(t)["form"].(string)
+	form, _ := res.JSON(t)["form"].(string)
 	action, jwt := dlAction.FindStringSubmatch(form), dlJWT.FindStringSubmatch(form)
 	if action == nil || jwt == nil {
 		t.Fatalf("form %s", form)
@@ -60,7 +61,7 @@ func TestDeepLinkingForm(t *testing.T) {
 		t.Fatalf("kid %v is not the registration's key", kid)
 	}
 	postRes, err := http.PostForm(html.UnescapeString(action[1]), url.Values{"JWT": {html.UnescapeString(jwt[1])}})
-	posted := read(t, postRes, err)
+	posted := testhttp.Read(t, postRes, err)
 	if posted.Status != http.StatusOK {
 		t.Fatalf("the platform refused the response: %d %s", posted.Status, posted.Body)
 	}
@@ -80,7 +81,7 @@ func TestDeepLinkingMessage(t *testing.T) {
 		if res.Status != http.StatusOK {
 			t.Fatalf("%s: %d %s", path, res.Status, res.Body)
 		}
-		m := res.json(t)
+		m := res.JSON(t)
 		if m["target"] != rg.lms.Issuer+lmssim.DeepLinkReturnPath+"?"+lmssim.DeepLinkReturnQuery {
 			t.Fatalf("%s: target %v", path, m["target"])
 		}
@@ -116,9 +117,9 @@ func TestDeepLinkingRefusals(t *testing.T) {
 					header["Content-Type"] = "application/json"
 				}
 				res := rg.call(t, nil, "POST", path, header, tc.body)
-				wantError(t, res, tc.status, tc.code)
-				if !strings.Contains(description(t, res), tc.says) {
-					t.Fatalf("the description %q does not say %q", description(t, res), tc.says)
+				testhttp.WantRefusal(t, res, tc.status, tc.code)
+				if !strings.Contains(testhttp.Description(t, res), tc.says) {
+					t.Fatalf("the description %q does not say %q", testhttp.Description(t, res), tc.says)
 				}
 			}
 		})
@@ -126,12 +127,12 @@ func TestDeepLinkingRefusals(t *testing.T) {
 	t.Run("a body that is not JSON", func(t *testing.T) {
 		res := rg.call(t, nil, "POST", "/api/deeplinking/form", map[string]string{
 			"Authorization": ltikAuth(dl)["Authorization"], "Content-Type": "text/plain"}, "items")
-		wantError(t, res, 415, "UNSUPPORTED_MEDIA_TYPE")
+		testhttp.WantRefusal(t, res, 415, "UNSUPPORTED_MEDIA_TYPE")
 	})
 	t.Run("a service key", func(t *testing.T) {
 		key := rg.serviceKeyOf(t, dl)
 		res := rg.call(t, nil, "POST", "/api/deeplinking/form", serviceAuth(key), map[string]any{"contentItems": []any{}})
-		wantError(t, res, 401, toolmode.CodeInvalidLtikAuth)
+		testhttp.WantRefusal(t, res, 401, toolmode.CodeInvalidLtikAuth)
 	})
 	if got := rg.lms.DeepLinkResponses(); len(got) != 0 {
 		t.Fatalf("the platform received %v", got)

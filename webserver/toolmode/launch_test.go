@@ -14,6 +14,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -34,7 +35,7 @@ func TestLaunchHandsTheIntegratorAnLtik(t *testing.T) {
 	if res.Status != http.StatusSeeOther {
 		t.Fatalf("launch: %d %s", res.Status, res.Body)
 	}
-	loc := res.location(t)
+	loc := res.Location(t)
 	if got := loc.Scheme + "://" + loc.Host + loc.Path; got != rigLaunchURL {
 		t.Fatalf("handed to %s, want %s", got, rigLaunchURL)
 	}
@@ -69,7 +70,7 @@ func TestDeepLinkingLaunchDestination(t *testing.T) {
 		if res.Status != http.StatusSeeOther {
 			t.Fatalf("launch: %d %s", res.Status, res.Body)
 		}
-		if loc := res.location(t); loc.Scheme+"://"+loc.Host+loc.Path != tc.want {
+		if loc := res.Location(t); loc.Scheme+"://"+loc.Host+loc.Path != tc.want {
 			t.Fatalf("deep-linking launch handed to %s, want %s", loc, tc.want)
 		}
 	}
@@ -92,7 +93,7 @@ func TestLaunchRefusesIncompleteResponses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, asJSON := range []bool{true, false} {
 				res := rg.postForm(t, browser(), paths.Launch, tc.form, asJSON)
-				wantError(t, res, tc.status, tc.code)
+				testhttp.WantRefusal(t, res, tc.status, tc.code)
 				if !asJSON && strings.Contains(res.Body, "<b>no session</b>") {
 					t.Fatal("the platform's error text is not escaped")
 				}
@@ -104,7 +105,7 @@ func TestLaunchRefusesIncompleteResponses(t *testing.T) {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Accept", "application/json")
 		res, err := browser().Do(req)
-		wantError(t, read(t, res, err), 400, toolmode.CodeMissingIDToken)
+		testhttp.WantRefusal(t, testhttp.Read(t, res, err), 400, toolmode.CodeMissingIDToken)
 	})
 	if got := rg.learntDeployments(); len(got) != 0 {
 		t.Fatalf("refused launches taught deployments %v", got)
@@ -208,7 +209,7 @@ func TestLaunchRefusalsLeaveTheLoginUsable(t *testing.T) {
 			}
 			before := len(rg.learntDeployments())
 			res := rg.postLaunch(t, a.client, a.idToken, a.state)
-			wantError(t, res, tc.status, tc.code)
+			testhttp.WantRefusal(t, res, tc.status, tc.code)
 			if len(res.Header.Values("Set-Cookie")) != 0 {
 				t.Fatalf("a refused launch changes cookies: %v", res.Header.Values("Set-Cookie"))
 			}
@@ -220,7 +221,7 @@ func TestLaunchRefusalsLeaveTheLoginUsable(t *testing.T) {
 			}
 			// The login was not used up: the genuine answer still completes it.
 			again := rg.postLaunch(t, client, rg.sign(t, rg.claims(ar)), ar.State)
-			if again.Status != http.StatusSeeOther || again.location(t).Query().Get("ltik") == "" {
+			if again.Status != http.StatusSeeOther || again.Location(t).Query().Get("ltik") == "" {
 				t.Fatalf("the login is no longer usable after the refusal: %d %s", again.Status, again.Body)
 			}
 		})
@@ -251,7 +252,7 @@ func TestLaunchWhenThePlatformKeySetIsUnavailable(t *testing.T) {
 	client := browser()
 	ar := rg.startLogin(t, client, nil)
 	idToken := rg.sign(t, rg.claims(ar))
-	wantError(t, rg.postLaunch(t, client, idToken, ar.State), 503, "KEY_SET_UNAVAILABLE")
+	testhttp.WantRefusal(t, rg.postLaunch(t, client, idToken, ar.State), 503, "KEY_SET_UNAVAILABLE")
 	rg.intercept.Store(nil)
 	if res := rg.postLaunch(t, client, idToken, ar.State); res.Status != http.StatusSeeOther {
 		t.Fatalf("retry: %d %s", res.Status, res.Body)
@@ -265,7 +266,7 @@ func TestLaunchStateExpires(t *testing.T) {
 	ar := rg.startLogin(t, client, nil)
 	rg.clock.Advance(10*time.Minute + time.Second)
 	res := rg.postLaunch(t, client, rg.sign(t, rg.claims(ar)), ar.State)
-	wantError(t, res, 401, toolmode.CodeStateExpired)
+	testhttp.WantRefusal(t, res, 401, toolmode.CodeStateExpired)
 	if len(rg.learntDeployments()) != 0 {
 		t.Fatal("a refused launch taught a deployment")
 	}
@@ -285,14 +286,14 @@ func TestLaunchReplays(t *testing.T) {
 	}
 
 	client.Jar.SetCookies(u, cookies) // the cookie put back, as a replaying attacker would
-	wantError(t, rg.postLaunch(t, client, idToken, ar.State), 401, toolmode.CodeStateReused)
+	testhttp.WantRefusal(t, rg.postLaunch(t, client, idToken, ar.State), 401, toolmode.CodeStateReused)
 
 	second, err := toolmode.ResealState(rg.tool, ar.State)
 	if err != nil {
 		t.Fatal(err)
 	}
 	client.Jar.SetCookies(u, cookies)
-	wantError(t, rg.postLaunch(t, client, idToken, second), 401, toolmode.CodeNonceReused)
+	testhttp.WantRefusal(t, rg.postLaunch(t, client, idToken, second), 401, toolmode.CodeNonceReused)
 	if got := rg.learntDeployments(); len(got) != 1 {
 		t.Fatalf("replays taught deployments: %v", got)
 	}
@@ -303,7 +304,7 @@ func TestLaunchWithoutLaunchURL(t *testing.T) {
 	rg := newRig(t, func(c *rigConfig) { c.opts.LaunchURL = "" })
 	client := browser()
 	ar := rg.startLogin(t, client, nil)
-	wantError(t, rg.postLaunch(t, client, rg.sign(t, rg.claims(ar)), ar.State), 503, toolmode.CodeLaunchNotConfigured)
+	testhttp.WantRefusal(t, rg.postLaunch(t, client, rg.sign(t, rg.claims(ar)), ar.State), 503, toolmode.CodeLaunchNotConfigured)
 	if len(rg.learntDeployments()) != 0 {
 		t.Fatal("a refused launch taught a deployment")
 	}
@@ -353,35 +354,35 @@ func TestLaunchCompleteWithPlatformStorage(t *testing.T) {
 	if got := rg.learntDeployments(); len(got) != 1 {
 		t.Fatalf("learnt %v", got)
 	}
-	complete := func(form url.Values) reply {
+	complete := func(form url.Values) testhttp.Reply {
 		return rg.postForm(t, browser(), paths.LaunchComplete, form, true)
 	}
 
-	wantError(t, complete(url.Values{"pending": {pending}, "value": {value + "x"}}), 401, toolmode.CodeBrowserBinding)
-	wantError(t, complete(url.Values{"pending": {pending}}), 401, toolmode.CodeBrowserBinding)
-	wantError(t, complete(url.Values{"pending": {pending + "x"}, "value": {value}}), 401, toolmode.CodeInvalidState)
-	wantError(t, complete(url.Values{"value": {value}}), 401, toolmode.CodeInvalidState)
+	testhttp.WantRefusal(t, complete(url.Values{"pending": {pending}, "value": {value + "x"}}), 401, toolmode.CodeBrowserBinding)
+	testhttp.WantRefusal(t, complete(url.Values{"pending": {pending}}), 401, toolmode.CodeBrowserBinding)
+	testhttp.WantRefusal(t, complete(url.Values{"pending": {pending + "x"}, "value": {value}}), 401, toolmode.CodeInvalidState)
+	testhttp.WantRefusal(t, complete(url.Values{"value": {value}}), 401, toolmode.CodeInvalidState)
 	req, _ := http.NewRequest("POST", rg.ltiop.URL+paths.LaunchComplete, strings.NewReader("pending=%zz"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	res, err := browser().Do(req)
-	wantError(t, read(t, res, err), 400, toolmode.CodeBrowserBinding)
+	testhttp.WantRefusal(t, testhttp.Read(t, res, err), 400, toolmode.CodeBrowserBinding)
 
 	// The refusals used nothing up.
 	done := complete(url.Values{"pending": {pending}, "value": {value}})
 	if done.Status != http.StatusSeeOther {
 		t.Fatalf("complete: %d %s", done.Status, done.Body)
 	}
-	loc := done.location(t)
+	loc := done.Location(t)
 	if loc.Scheme+"://"+loc.Host+loc.Path != rigLaunchURL || loc.Query().Get("ltik") == "" {
 		t.Fatalf("handed to %s", loc)
 	}
 	if tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(loc.Query().Get("ltik")), nil); tok.Status != 200 {
 		t.Fatalf("idtoken: %d %s", tok.Status, tok.Body)
 	}
-	wantError(t, complete(url.Values{"pending": {pending}, "value": {value}}), 401, toolmode.CodeStateReused)
+	testhttp.WantRefusal(t, complete(url.Values{"pending": {pending}, "value": {value}}), 401, toolmode.CodeStateReused)
 
 	value, pending = rg.storageLaunch(t)
 	rg.clock.Advance(2*time.Minute + time.Second)
-	wantError(t, complete(url.Values{"pending": {pending}, "value": {value}}), 401, toolmode.CodeInvalidState)
+	testhttp.WantRefusal(t, complete(url.Values{"pending": {pending}, "value": {value}}), 401, toolmode.CodeInvalidState)
 }

@@ -16,6 +16,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -27,7 +28,7 @@ func (rg *rig) recreate(uid types.UID) {
 	rg.reg.ApplySecret(func(string, ...any) {}, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "key-" + string(uid), OwnerReferences: []metav1.OwnerReference{{
 			Kind: "PlatformRegistration", Name: rg.pr.Name, UID: uid, Controller: ptr.To(true)}}},
-		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: toolKeyPEM()},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: rg.keyPEM},
 	})
 }
 
@@ -39,7 +40,7 @@ func (rg *rig) addRegistration(name, clientID string) {
 	rg.reg.ApplySecret(func(string, ...any) {}, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-tool-key", OwnerReferences: []metav1.OwnerReference{{
 			Kind: "PlatformRegistration", Name: name, UID: pr.UID, Controller: ptr.To(true)}}},
-		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: toolKeyPEM()},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: rg.keyPEM},
 	})
 }
 
@@ -55,7 +56,7 @@ func TestLoginRedirectsToTheRegisteredEndpoint(t *testing.T) {
 	if res.Status != http.StatusFound {
 		t.Fatalf("login: %d %s", res.Status, res.Body)
 	}
-	loc := res.location(t)
+	loc := res.Location(t)
 	if got := loc.Scheme + "://" + loc.Host + loc.Path; got != rg.lms.Issuer+lmssim.AuthPath {
 		t.Fatalf("redirect to %s, not to the registered endpoint", got)
 	}
@@ -91,7 +92,7 @@ func TestLoginRedirectsToTheRegisteredEndpoint(t *testing.T) {
 
 	// The platform checks the request as strictly as Canvas and answers the launch form.
 	authRes, err := client.Get(loc.String())
-	page := read(t, authRes, err)
+	page := testhttp.Read(t, authRes, err)
 	if page.Status != http.StatusOK {
 		t.Fatalf("the platform refused the authentication request: %d %s", page.Status, page.Body)
 	}
@@ -121,7 +122,7 @@ func TestLoginAsPostFormAndByIssuerAlone(t *testing.T) {
 	params := rg.loginParams()
 	params.Del("client_id")
 	res := rg.postForm(t, browser(), paths.Login, params, true)
-	if res.Status != http.StatusFound || res.location(t).Query().Get("client_id") != rg.lms.ClientID {
+	if res.Status != http.StatusFound || res.Location(t).Query().Get("client_id") != rg.lms.ClientID {
 		t.Fatalf("login: %d %s %s", res.Status, res.Header.Get("Location"), res.Body)
 	}
 }
@@ -181,7 +182,7 @@ func TestLoginRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, asJSON := range []bool{true, false} {
 				res := rg.login(t, browser(), tc.params, asJSON)
-				wantError(t, res, tc.status, tc.code)
+				testhttp.WantRefusal(t, res, tc.status, tc.code)
 				if sc := res.Header.Values("Set-Cookie"); len(sc) != 0 {
 					t.Fatalf("a refused login sets %v", sc)
 				}
@@ -194,12 +195,12 @@ func TestLoginRefusals(t *testing.T) {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Accept", "application/json")
 		res, err := browser().Do(req)
-		wantError(t, read(t, res, err), 400, toolmode.CodeInvalidLogin)
+		testhttp.WantRefusal(t, testhttp.Read(t, res, err), 400, toolmode.CodeInvalidLogin)
 	})
 
 	t.Run("the HTML page escapes what the request sent", func(t *testing.T) {
 		res := rg.login(t, browser(), url.Values{"iss": {"<script>x</script>"}, "login_hint": {"u"}, "target_link_uri": {target}}, false)
-		wantError(t, res, 400, toolmode.CodeUnregistered)
+		testhttp.WantRefusal(t, res, 400, toolmode.CodeUnregistered)
 		if strings.Contains(res.Body, "<script>") || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 			t.Fatalf("page: %s", res.Body)
 		}
@@ -236,7 +237,7 @@ func TestLoginRefusesUnusableRegistrations(t *testing.T) {
 			rg.startLogin(t, browser(), nil) // usable before the change
 			tc.change(rg)
 			res := rg.login(t, browser(), rg.loginParams(), true)
-			wantError(t, res, tc.status, tc.code)
+			testhttp.WantRefusal(t, res, tc.status, tc.code)
 			if len(res.Header.Values("Set-Cookie")) != 0 {
 				t.Fatal("a refused login sets a cookie")
 			}
@@ -248,7 +249,7 @@ func TestLoginRefusesUnusableRegistrations(t *testing.T) {
 func TestLoginWithoutSealingKeys(t *testing.T) {
 	rg := newRig(t, func(c *rigConfig) { c.noKeys = true })
 	res := rg.login(t, browser(), rg.loginParams(), true)
-	wantError(t, res, 503, "NOT_READY")
+	testhttp.WantRefusal(t, res, 503, "NOT_READY")
 	if len(res.Header.Values("Set-Cookie")) != 0 {
 		t.Fatal("a refused login sets a cookie")
 	}

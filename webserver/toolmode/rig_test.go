@@ -1,13 +1,10 @@
 package toolmode_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +17,10 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
-	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -45,6 +43,7 @@ type rig struct {
 	ltiop  *httptest.Server
 	reg    *registry.Registry
 	pr     *ltiv1.PlatformRegistration // the registration as last applied to reg
+	keyPEM []byte                      // the tool's key, PEM-encoded, as its Secret holds it
 	clock  *clock
 	server atomic.Int64 // nanoseconds spent inside the handlers
 
@@ -74,19 +73,9 @@ type clock struct{ offset atomic.Int64 }
 func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
-// toolKeyPEM is the tool's RSA key, generated once for the package: a fresh 2048-bit key
-// per rig would cost more than the tests.
-var toolKeyPEM = sync.OnceValue(func() []byte {
-	private, err := keys.Generate()
-	if err != nil {
-		panic(err)
-	}
-	pemBytes, err := keys.EncodePrivateKey(private)
-	if err != nil {
-		panic(err)
-	}
-	return pemBytes
-})
+// toolKey is the testkeys fixture key that is the tool's key (the LMS simulator makes its
+// own).
+const toolKey = 2
 
 func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	b.Helper()
@@ -100,7 +89,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 		c(&cfg)
 	}
 
-	rg := &rig{clock: &clock{}, jars: map[string]http.CookieJar{}}
+	rg := &rig{clock: &clock{}, jars: map[string]http.CookieJar{}, keyPEM: testkeys.RSAKeyPEM(b, toolKey)}
 	lmsSrv := httptest.NewServer(nil)
 	b.Cleanup(lmsSrv.Close)
 	lms, err := lmssim.New(lmsSrv.URL, "bench-client", rigDeployment)
@@ -148,7 +137,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	rg.reg.ApplySecret(func(string, ...any) {}, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench-tool-key", OwnerReferences: []metav1.OwnerReference{{
 			Kind: "PlatformRegistration", Name: "bench", UID: "bench-uid", Controller: ptr.To(true)}}},
-		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: toolKeyPEM()},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: rg.keyPEM},
 	})
 
 	var sealing []keyring.SealingKey
@@ -265,88 +254,27 @@ func (rg *rig) launch(b *testing.B, client *http.Client) string {
 // checked by the test.
 func browser() *http.Client {
 	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return testhttp.NoRedirects(jar)
 }
 
 func benchClient() *http.Client { return browser() }
 
-// reply is a response read in full.
-type reply struct {
-	Status int
-	Header http.Header
-	Body   string
-}
-
-func (r reply) location(t testing.TB) *url.URL {
-	t.Helper()
-	u, err := url.Parse(r.Header.Get("Location"))
-	if err != nil || r.Header.Get("Location") == "" {
-		t.Fatalf("no Location in %d %s", r.Status, r.Body)
-	}
-	return u
-}
-
-// json decodes the body into a map.
-func (r reply) json(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
-		t.Fatalf("%d %q: %v", r.Status, r.Body, err)
-	}
-	return m
-}
-
-func read(t testing.TB, res *http.Response, err error) reply {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{Status: res.StatusCode, Header: res.Header, Body: string(b)}
-}
-
 // call sends a request to ltiop; a body that is not a string is sent as JSON.
-func (rg *rig) call(t testing.TB, client *http.Client, method, path string, header map[string]string, body any) reply {
+func (rg *rig) call(t testing.TB, client *http.Client, method, path string, header map[string]string, body any) testhttp.Reply {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = strings.NewReader(string(data))
-	}
-	req, err := http.NewRequest(method, rg.ltiop.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		if _, isString := body.(string); !isString {
-			req.Header.Set("Content-Type", "application/json")
-		}
-	}
+	req := testhttp.NewRequest(t, method, rg.ltiop.URL+path, body)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	if client == nil {
 		client = browser()
 	}
-	res, err := client.Do(req)
-	return read(t, res, err)
+	return testhttp.Do(t, client, req)
 }
 
 // postForm posts a form to ltiop as the browser does; jsonErrors asks for the error
 // envelope instead of the HTML page.
-func (rg *rig) postForm(t testing.TB, client *http.Client, path string, form url.Values, jsonErrors bool) reply {
+func (rg *rig) postForm(t testing.TB, client *http.Client, path string, form url.Values, jsonErrors bool) testhttp.Reply {
 	t.Helper()
 	req, err := http.NewRequest("POST", rg.ltiop.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -356,12 +284,11 @@ func (rg *rig) postForm(t testing.TB, client *http.Client, path string, form url
 	if jsonErrors {
 		req.Header.Set("Accept", "application/json")
 	}
-	res, err := client.Do(req)
-	return read(t, res, err)
+	return testhttp.Do(t, client, req)
 }
 
 // login sends the login initiation from client and returns the answer.
-func (rg *rig) login(t testing.TB, client *http.Client, params url.Values, jsonErrors bool) reply {
+func (rg *rig) login(t testing.TB, client *http.Client, params url.Values, jsonErrors bool) testhttp.Reply {
 	t.Helper()
 	req, err := http.NewRequest("GET", rg.ltiop.URL+paths.Login+"?"+params.Encode(), nil)
 	if err != nil {
@@ -370,8 +297,7 @@ func (rg *rig) login(t testing.TB, client *http.Client, params url.Values, jsonE
 	if jsonErrors {
 		req.Header.Set("Accept", "application/json")
 	}
-	res, err := client.Do(req)
-	return read(t, res, err)
+	return testhttp.Do(t, client, req)
 }
 
 // authRequest is a login that was sent on to the platform: the OIDC authentication request.
@@ -390,7 +316,7 @@ func (rg *rig) startLogin(t testing.TB, client *http.Client, params url.Values) 
 	if res.Status != http.StatusFound {
 		t.Fatalf("login: %d %s", res.Status, res.Body)
 	}
-	q := res.location(t).Query()
+	q := res.Location(t).Query()
 	return authRequest{Values: q, State: q.Get("state"), Nonce: q.Get("nonce")}
 }
 
@@ -410,7 +336,7 @@ func (rg *rig) sign(t testing.TB, claims map[string]any) string {
 }
 
 // postLaunch posts the authentication response to /lti/launch from client.
-func (rg *rig) postLaunch(t testing.TB, client *http.Client, idToken, state string) reply {
+func (rg *rig) postLaunch(t testing.TB, client *http.Client, idToken, state string) testhttp.Reply {
 	t.Helper()
 	return rg.postForm(t, client, paths.Launch, url.Values{"id_token": {idToken}, "state": {state}}, true)
 }
@@ -429,7 +355,7 @@ func (rg *rig) launchWith(t testing.TB, mutate func(map[string]any)) string {
 	if res.Status != http.StatusSeeOther {
 		t.Fatalf("launch: %d %s", res.Status, res.Body)
 	}
-	ltik := res.location(t).Query().Get("ltik")
+	ltik := res.Location(t).Query().Get("ltik")
 	if ltik == "" {
 		t.Fatalf("no ltik in %s", res.Header.Get("Location"))
 	}
@@ -453,45 +379,4 @@ func ltikAuth(ltik string) map[string]string {
 
 func serviceAuth(key string) map[string]string {
 	return map[string]string{"Authorization": "SERVICE-AUTH-V1 " + benchAPIKey + ":" + key}
-}
-
-var pageCode = regexp.MustCompile(`Error <code>([A-Z_]+)</code> \(HTTP (\d+)\)`)
-
-// wantError checks that r is a refusal with status and code: the JSON envelope, or for
-// a browser that did not ask for JSON, the HTML error page. It never carries a redirect.
-func wantError(t testing.TB, r reply, status int, code string) {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d (%s): %s", r.Status, status, code, r.Body)
-	}
-	if loc := r.Header.Get("Location"); loc != "" {
-		t.Fatalf("a refusal redirects to %s", loc)
-	}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
-		m := pageCode.FindStringSubmatch(r.Body)
-		if m == nil || m[1] != code {
-			t.Fatalf("error page without code %s: %s", code, r.Body)
-		}
-		return
-	}
-	var env httpapi.Envelope
-	if err := json.Unmarshal([]byte(r.Body), &env); err != nil {
-		t.Fatalf("not an error envelope: %s", r.Body)
-	}
-	if env.Status != status || env.Error != http.StatusText(status) || env.Details.Message != code || env.Details.Description == "" {
-		t.Fatalf("envelope %+v, want status %d code %s", env, status, code)
-	}
-	if status == http.StatusUnauthorized && r.Header.Get("WWW-Authenticate") == "" {
-		t.Fatal("401 without WWW-Authenticate")
-	}
-}
-
-// description returns details.description of an error envelope.
-func description(t testing.TB, r reply) string {
-	t.Helper()
-	var env httpapi.Envelope
-	if err := json.Unmarshal([]byte(r.Body), &env); err != nil {
-		t.Fatalf("not an error envelope: %s", r.Body)
-	}
-	return env.Details.Description
 }

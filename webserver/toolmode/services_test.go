@@ -12,6 +12,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -52,7 +53,7 @@ func TestMemberships(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("memberships: %d %s", res.Status, res.Body)
 	}
-	page := res.json(t)
+	page := res.JSON(t)
 	members, _ := page["members"].([]any)
 	next, _ := page["next"].(string)
 	if len(members) != 3 || next == "" {
@@ -62,7 +63,7 @@ func TestMemberships(t *testing.T) {
 		t.Fatalf("member %v not in camelCase", members[0])
 	}
 	second := rg.call(t, nil, "GET", "/api/memberships?url="+url.QueryEscape(next), serviceAuth(key), nil)
-	if second.Status != http.StatusOK || len(second.json(t)["members"].([]any)) == 0 {
+	if second.Status != http.StatusOK || len(second.JSON(t)["members"].([]any)) == 0 {
 		t.Fatalf("second page: %d %s", second.Status, second.Body)
 	}
 	if n := rg.lms.TokenRequests(); n != 1 {
@@ -85,11 +86,11 @@ func TestLineItemsAndScores(t *testing.T) {
 	if created.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", created.Status, created.Body)
 	}
-	id, _ := created.json(t)["id"].(string)
+	id, _ := created.JSON(t)["id"].(string)
 	if rg.lms.LineItem(id) == nil {
 		t.Fatalf("the platform has no line item %q", id)
 	}
-	if got := rg.call(t, nil, "GET", itemPath(id), ltikAuth(ltik), nil); got.Status != http.StatusOK || got.json(t)["label"] != "Essay" {
+	if got := rg.call(t, nil, "GET", itemPath(id), ltikAuth(ltik), nil); got.Status != http.StatusOK || got.JSON(t)["label"] != "Essay" {
 		t.Fatalf("get: %d %s", got.Status, got.Body)
 	}
 	put := rg.call(t, nil, "PUT", itemPath(id), serviceAuth(key), map[string]any{"label": "Essay (final)", "scoreMaximum": 60, "tag": "essays"})
@@ -114,8 +115,8 @@ func TestLineItemsAndScores(t *testing.T) {
 
 	// T-NRPS-07 / AGS: the platform's own refusal is passed on with its status.
 	gone := rg.call(t, nil, "GET", itemPath(id), ltikAuth(ltik), nil)
-	wantError(t, gone, 404, "UPSTREAM_ERROR")
-	if env := gone.json(t)["details"].(map[string]any); env["externalError"] != true || env["upstreamStatus"] != float64(404) {
+	testhttp.WantRefusal(t, gone, 404, "UPSTREAM_ERROR")
+	if env := gone.JSON(t)["details"].(map[string]any); env["externalError"] != true || env["upstreamStatus"] != float64(404) {
 		t.Fatalf("details %v", env)
 	}
 }
@@ -147,7 +148,7 @@ func TestServicesNotAvailableForTheLaunch(t *testing.T) {
 		{"T-AGS-02 a score without the score scope", readOnly, "POST", itemPath(seeded(rg)) + "/scores", score},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantError(t, rg.call(t, nil, tc.method, tc.path, ltikAuth(tc.ltik), tc.body), 403, toolmode.CodeServiceNotAvailable)
+			testhttp.WantRefusal(t, rg.call(t, nil, tc.method, tc.path, ltikAuth(tc.ltik), tc.body), 403, toolmode.CodeServiceNotAvailable)
 		})
 	}
 	unchanged()
@@ -192,16 +193,16 @@ func TestServiceRequestsRefusedBeforeThePlatform(t *testing.T) {
 				header["Content-Type"] = "application/json"
 			}
 			res := rg.call(t, nil, tc.method, tc.path, header, tc.body)
-			wantError(t, res, tc.status, tc.code)
-			if !strings.Contains(description(t, res), tc.field) {
-				t.Fatalf("the description %q does not name %q", description(t, res), tc.field)
+			testhttp.WantRefusal(t, res, tc.status, tc.code)
+			if !strings.Contains(testhttp.Description(t, res), tc.field) {
+				t.Fatalf("the description %q does not name %q", testhttp.Description(t, res), tc.field)
 			}
 		})
 	}
 	t.Run("a body that is not JSON", func(t *testing.T) {
 		res := rg.call(t, nil, "POST", "/api/lineitems", map[string]string{
 			"Authorization": ltikAuth(ltik)["Authorization"], "Content-Type": "text/plain"}, "label=x")
-		wantError(t, res, 415, "UNSUPPORTED_MEDIA_TYPE")
+		testhttp.WantRefusal(t, res, 415, "UNSUPPORTED_MEDIA_TYPE")
 	})
 	unchanged()
 	if hits.Load() != 0 {
@@ -243,8 +244,8 @@ func TestServicesWhenThePlatformFails(t *testing.T) {
 				return true
 			})
 			res := rg.call(t, nil, "GET", "/api/memberships", ltikAuth(ltik), nil)
-			wantError(t, res, tc.status, tc.code)
-			details := res.json(t)["details"].(map[string]any)
+			testhttp.WantRefusal(t, res, tc.status, tc.code)
+			details := res.JSON(t)["details"].(map[string]any)
 			if details["externalError"] != true || (tc.upstream != 0 && details["upstreamStatus"] != float64(tc.upstream)) {
 				t.Fatalf("details %v", details)
 			}
@@ -259,8 +260,8 @@ func TestServicesWhenThePlatformFails(t *testing.T) {
 		})
 		ltik := rg.launchWith(t, nil)
 		res := rg.call(t, nil, "GET", "/api/memberships", ltikAuth(ltik), nil)
-		wantError(t, res, 502, "UPSTREAM_ERROR")
-		if details := res.json(t)["details"].(map[string]any); details["externalError"] != true {
+		testhttp.WantRefusal(t, res, 502, "UPSTREAM_ERROR")
+		if details := res.JSON(t)["details"].(map[string]any); details["externalError"] != true {
 			t.Fatalf("details %v", details)
 		}
 	})

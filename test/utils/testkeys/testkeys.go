@@ -6,6 +6,7 @@ package testkeys
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -24,51 +25,55 @@ func SealingKey(tb testing.TB, now time.Time, activationDelay time.Duration) key
 	return k
 }
 
+// The fixture keys, each generated on first use: a test binary that needs one key does
+// not wait for the others.
 var (
-	fixtureOnce sync.Once
-	fixtureErr  error
-	fixtureRSA  [3]*rsa.PrivateKey // 2048 bits
-	fixtureWeak *rsa.PrivateKey    // 1024 bits
+	fixtureRSA = [3]func() (*rsa.PrivateKey, error){ // 2048 bits
+		sync.OnceValues(keys.Generate), sync.OnceValues(keys.Generate), sync.OnceValues(keys.Generate),
+	}
+	fixtureWeak = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 1024) }) // 1024 bits
 )
-
-func fixtures() error {
-	fixtureOnce.Do(func() {
-		for i := range fixtureRSA {
-			if fixtureRSA[i], fixtureErr = keys.Generate(); fixtureErr != nil {
-				return
-			}
-		}
-		fixtureWeak, fixtureErr = rsa.GenerateKey(rand.Reader, 1024)
-	})
-	return fixtureErr
-}
 
 // RSAKey returns fixture RSA-2048 key i, 0 to 2: the same key for the same i in one test
 // binary. Do not modify it.
 func RSAKey(tb testing.TB, i int) *rsa.PrivateKey {
 	tb.Helper()
-	if err := fixtures(); err != nil {
-		tb.Fatalf("generating fixture keys: %v", err)
+	k, err := fixtureRSA[i]()
+	if err != nil {
+		tb.Fatalf("generating fixture key %d: %v", i, err)
 	}
-	return fixtureRSA[i]
+	return k
 }
 
 // MustRSAKey is RSAKey for package-level variables and TestMain, where there is no test to
 // fail: it panics instead.
 func MustRSAKey(i int) *rsa.PrivateKey {
-	if err := fixtures(); err != nil {
-		panic("generating fixture keys: " + err.Error())
+	k, err := fixtureRSA[i]()
+	if err != nil {
+		panic(fmt.Sprintf("generating fixture key %d: %v", i, err))
 	}
-	return fixtureRSA[i]
+	return k
+}
+
+// RSAKeyPEM returns fixture key i (see RSAKey) PEM-encoded, as ltiop stores a private key
+// in a Secret.
+func RSAKeyPEM(tb testing.TB, i int) []byte {
+	tb.Helper()
+	b, err := keys.EncodePrivateKey(RSAKey(tb, i))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // WeakRSAKey returns a fixture RSA key of 1024 bits, too weak to sign with.
 func WeakRSAKey(tb testing.TB) *rsa.PrivateKey {
 	tb.Helper()
-	if err := fixtures(); err != nil {
-		tb.Fatalf("generating fixture keys: %v", err)
+	k, err := fixtureWeak()
+	if err != nil {
+		tb.Fatalf("generating the weak fixture key: %v", err)
 	}
-	return fixtureWeak
+	return k
 }
 
 // SigningKey returns priv as a signing key (its kid is its thumbprint) that signs from
