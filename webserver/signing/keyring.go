@@ -190,5 +190,5 @@ func (k *Keyring) CurrentKID() string {
 	return key.ID
 }
 
-// KIDs returns the kids of the keys held, in signing order (the last active one signs).
+// IDs returns the kids of the keys held, in signing order (the last active one signs).
 func (k *Keyring) IDs() []string { return k.ring.Load().IDs() }

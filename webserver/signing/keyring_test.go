@@ -97,7 +97,7 @@ func TestSignPicksTheKeyByNotBefore(t *testing.T) {
 	next := fixtureKey(t, 2, t0.Add(10*time.Minute))
 	k := mustKeyring(t, next, old, cur) // any order
 	if got := k.IDs(); !slices.Equal(got, []string{old.ID, cur.ID, next.ID}) {
-		t.Fatalf("KIDs %v, want signing order", got)
+		t.Fatalf("IDs %v, want signing order", got)
 	}
 	for _, c := range []struct {
 		at   time.Time
