@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,11 +60,12 @@ func ManagerOptions(cfg *config.Config) ctrl.Options {
 				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
 			},
 		},
-		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsListen},
-		HealthProbeBindAddress:  "0", // health is served by the web server itself
-		LeaderElection:          cfg.LeaderElection,
-		LeaderElectionID:        "ltiop.lti.ltiop.dev",
-		LeaderElectionNamespace: cfg.Namespace,
+		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsListen},
+		HealthProbeBindAddress: "0", // health is served by the web server itself
+		// The manager waits for the web server's drain and graceful shutdown.
+		GracefulShutdownTimeout: ptr.To(cfg.ShutdownDelay.Duration + cfg.ShutdownTimeout.Duration + 5*time.Second),
+		// No election here: the controllers elect their runner themselves (controllerRunner),
+		// so that losing the lease never stops the web server.
 	}
 }
 
@@ -107,10 +110,17 @@ const replayCacheSize = 100_000
 
 // App is a configured, not yet started ltiop.
 type App struct {
+	// Manager serves on every replica: the web server and the caches it reads. The
+	// controllers run in a manager of their own on the elected replica (controllerRunner).
 	Manager  ctrl.Manager
 	Server   *webserver.Server
 	Registry *registry.Registry
+
+	controllers *controllerRunner
 }
+
+// Leading says whether this replica runs the controllers now.
+func (a *App) Leading() bool { return a.controllers.Leading() }
 
 // Option adjusts the manager options (tests run several ltiops in one process).
 type Option func(*ctrl.Options)
@@ -125,7 +135,8 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if err := SetupControllers(ctx, mgr, cfg); err != nil {
+	controllers := &controllerRunner{restCfg: restCfg, cfg: cfg, opts: opts, elect: cfg.LeaderElection}
+	if err := mgr.Add(controllers); err != nil {
 		return nil, err
 	}
 	scheme := mgr.GetScheme()
@@ -214,6 +225,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	srv := webserver.New(webserver.Options{
 		Listen:          cfg.Listen,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
+		DrainDelay:      cfg.ShutdownDelay.Duration,
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
 	}, webserver.Handlers{
 		APIKey: apiKey, Keys: toolmode.Keys(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
@@ -227,7 +239,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}
-	return &App{Manager: mgr, Server: srv, Registry: reg}, nil
+	return &App{Manager: mgr, Server: srv, Registry: reg, controllers: controllers}, nil
 }
 
 // Start runs ltiop until ctx ends.

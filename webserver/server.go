@@ -29,8 +29,12 @@ var openAPIDocument []byte
 
 // Options configure the Server.
 type Options struct {
-	Listen          string
-	MaxBodyBytes    int64
+	Listen       string
+	MaxBodyBytes int64
+	// DrainDelay is how long, once asked to stop, the server keeps serving with /readyz
+	// failing, so load balancers take the replica out before its listener closes.
+	DrainDelay time.Duration
+	// ShutdownTimeout is how long requests in flight then get to finish.
 	ShutdownTimeout time.Duration
 }
 
@@ -164,8 +168,9 @@ func (s *Server) Addr(ctx context.Context) (string, error) {
 	}
 }
 
-// Start serves until ctx ends, then shuts down gracefully: /readyz turns 503 so load
-// balancers drain, and requests in flight get ShutdownTimeout to finish.
+// Start serves until ctx ends, then shuts down gracefully: /readyz turns 503 at once and
+// the server keeps serving for DrainDelay, so load balancers drain; then the listener
+// closes and requests in flight get ShutdownTimeout to finish.
 func (s *Server) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("webserver")
 	ln, err := net.Listen("tcp", s.opts.Listen)
@@ -192,6 +197,14 @@ func (s *Server) Start(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	s.shuttingDown.Store(true)
+	if s.opts.DrainDelay > 0 {
+		logger.Info("draining: /readyz fails, requests are still served", "for", s.opts.DrainDelay)
+		select {
+		case err := <-served:
+			return fmt.Errorf("web server: %w", err)
+		case <-time.After(s.opts.DrainDelay):
+		}
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

@@ -85,6 +85,8 @@ func run() error {
 			"LTIOP_PLATFORM_DEEP_LINKING_RETURN_URL": plat.deepLinkingReturnURL(),
 			// LMS simulators on this machine may register dynamically.
 			"LTIOP_OUTBOUND_ALLOW_LOOPBACK": "true",
+			// No load balancer to drain: Ctrl-C stops at once.
+			"LTIOP_SHUTDOWN_DELAY": "0s",
 		}[name]
 	})
 	if err != nil {

@@ -58,6 +58,9 @@ type Config struct {
 	ServiceSecret string `json:"serviceSecret"`
 	// ShutdownTimeout bounds the graceful shutdown of the web server.
 	ShutdownTimeout Duration `json:"shutdownTimeout"`
+	// ShutdownDelay is how long, on SIGTERM, /readyz answers 503 while the web server still
+	// serves, so load balancers stop sending requests before the listener closes.
+	ShutdownDelay Duration `json:"shutdownDelay"`
 	// Tool identity sent to platforms in dynamic registration and the Canvas configuration.
 	ToolName           string `json:"toolName"`
 	ToolDescription    string `json:"toolDescription"`
@@ -117,6 +120,7 @@ func Default() Config {
 		ToolName:           "ltiop",
 		CanvasPrivacyLevel: "public",
 		ShutdownTimeout:    Duration{15 * time.Second},
+		ShutdownDelay:      Duration{5 * time.Second},
 	}
 }
 
@@ -156,6 +160,7 @@ var settings = []setting{
 	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
 	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
+	{"shutdown-delay", "LTIOP_SHUTDOWN_DELAY", "on SIGTERM, how long /readyz fails before the listener closes", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownDelay.Duration) }},
 	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
 }
 
@@ -303,6 +308,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout.Duration <= 0 {
 		add("shutdownTimeout: must be positive")
+	}
+	if c.ShutdownDelay.Duration < 0 {
+		add("shutdownDelay: must not be negative")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))

@@ -73,6 +73,7 @@ func TestLoadDefaults(t *testing.T) {
 		ServiceSecret:   "ltiop-service",
 		ToolName:        "ltiop", CanvasPrivacyLevel: "public",
 		ShutdownTimeout: config.Duration{Duration: 15 * time.Second},
+		ShutdownDelay:   config.Duration{Duration: 5 * time.Second},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
@@ -140,6 +141,7 @@ leaderElection: true
 maxBodyBytes: 2048
 keyWait: 3s
 shutdownTimeout: 20s
+shutdownDelay: 2s
 kubeconfig: /file/kubeconfig
 `)
 	tests := []struct {
@@ -162,6 +164,7 @@ kubeconfig: /file/kubeconfig
 					ServiceSecret: "ltiop-service",
 					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
 					ShutdownTimeout: config.Duration{Duration: 20 * time.Second},
+					ShutdownDelay:   config.Duration{Duration: 2 * time.Second},
 					Kubeconfig:      "/file/kubeconfig",
 				}
 				if !reflect.DeepEqual(*c, want) {
@@ -177,7 +180,7 @@ kubeconfig: /file/kubeconfig
 				"LTIOP_API_KEY_SECRET": "env-secret", "LTIOP_API_KEY_SECRET_KEY": "envKey",
 				"LTIOP_LAUNCH_URL": "http://localhost:5000/launch", "LTIOP_DEEP_LINKING_URL": "http://localhost:5000/deep",
 				"LTIOP_DEV_MODE": "true", "LTIOP_LEADER_ELECT": "1", "LTIOP_MAX_BODY_BYTES": "4096",
-				"LTIOP_KEY_WAIT": "4s", "LTIOP_SHUTDOWN_TIMEOUT": "1m", "KUBECONFIG": "/env/kubeconfig",
+				"LTIOP_KEY_WAIT": "4s", "LTIOP_SHUTDOWN_TIMEOUT": "1m", "LTIOP_SHUTDOWN_DELAY": "3s", "KUBECONFIG": "/env/kubeconfig",
 			},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
@@ -190,6 +193,7 @@ kubeconfig: /file/kubeconfig
 					ServiceSecret: "ltiop-service",
 					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
 					ShutdownTimeout: config.Duration{Duration: time.Minute},
+					ShutdownDelay:   config.Duration{Duration: 3 * time.Second},
 					Kubeconfig:      "/env/kubeconfig",
 				}
 				if !reflect.DeepEqual(*c, want) {
@@ -205,7 +209,7 @@ kubeconfig: /file/kubeconfig
 				"--api-key-secret", "flag-secret", "--api-key-secret-key", "flagKey",
 				"--launch-url", "https://app.example.com/l", "--deep-linking-url", "https://app.example.com/d",
 				"--dev-mode", "--leader-elect", "--max-body-bytes", "8192",
-				"--key-wait", "5s", "--shutdown-timeout", "30s", "--kubeconfig", "/flag/kubeconfig",
+				"--key-wait", "5s", "--shutdown-timeout", "30s", "--shutdown-delay", "0s", "--kubeconfig", "/flag/kubeconfig",
 			},
 			env: env{"LTIOP_NAMESPACE": "from-env", "LTIOP_KEY_WAIT": "4s", "LTIOP_MAX_BODY_BYTES": "4096"},
 			check: func(t *testing.T, c *config.Config) {
@@ -328,6 +332,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "keyWait over a minute", env: base().with("LTIOP_KEY_WAIT", "61s"), want: []string{"keyWait: must be between 0 and 1m"}},
 		{name: "keyWait negative", args: []string{"--key-wait=-1s"}, env: base(), want: []string{"keyWait"}},
 		{name: "shutdownTimeout zero", env: base().with("LTIOP_SHUTDOWN_TIMEOUT", "0s"), want: []string{"shutdownTimeout: must be positive"}},
+		{name: "shutdownDelay negative", env: base().with("LTIOP_SHUTDOWN_DELAY", "-1s"), want: []string{"shutdownDelay: must not be negative"}},
 		{name: "relative launchUrl", env: base().with("LTIOP_LAUNCH_URL", "/launch"), want: []string{"launchUrl", "absolute https URL"}},
 		{name: "http deepLinkingUrl without dev mode", env: base().with("LTIOP_DEEP_LINKING_URL", "http://app.example.com/deep"), want: []string{"deepLinkingUrl", "must use https"}},
 		{name: "invalid apiKeySecret", env: base().with("LTIOP_API_KEY_SECRET", "Bad Secret"), want: []string{`apiKeySecret "Bad Secret"`}},

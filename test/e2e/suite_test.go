@@ -49,6 +49,7 @@ var _ = BeforeSuite(func() {
 	})).To(Succeed())
 
 	cfg := config.Default()
+	cfg.ShutdownDelay.Duration = 0 // no load balancer to drain
 	cfg.Namespace, cfg.PublicURL = namespace, publicURL
 	cfg.Listen, cfg.MetricsListen = "127.0.0.1:0", "0"
 	cfg.MaxBodyBytes = 64 << 10
