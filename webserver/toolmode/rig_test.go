@@ -22,6 +22,7 @@ import (
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -169,7 +170,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	if opts.Deployments == nil {
 		opts.Deployments = rg
 	}
-	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(nil), ring, sessions.NewReplayCache(1<<20), apiKey, advantage.NewClient(cfg.http))
+	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(nil), ring, replay.NewMemory(1<<20), apiKey, advantage.NewClient(cfg.http))
 	if err != nil {
 		b.Fatal(err)
 	}
