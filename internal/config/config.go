@@ -348,6 +348,9 @@ func (c *Config) validateReplayStore(add func(string, ...any)) {
 		add("replayStore: must be memory, redis://host:6379/0 or rediss://host:6380/0")
 		return
 	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		add("replayStore: the URL takes no query parameters")
+	}
 	_, inURL := u.User.Password()
 	if n := btoi(inURL) + btoi(c.ReplayStorePassword != "") + btoi(c.ReplayStorePasswordFile != ""); n > 1 {
 		add("replayStore: give the Redis password once: in LTIOP_REPLAY_STORE_PASSWORD, in replayStorePasswordFile or in the URL")

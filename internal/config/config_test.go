@@ -359,6 +359,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad number in env", env: base().with("LTIOP_MAX_BODY_BYTES", "1MiB"), want: []string{"LTIOP_MAX_BODY_BYTES"}},
 		{name: "replayStore not Redis", env: base().with("LTIOP_REPLAY_STORE", "http://redis:6379"), want: []string{"replayStore: must be memory, redis://"}},
 		{name: "replayStore without host", env: base().with("LTIOP_REPLAY_STORE", "redis://"), want: []string{"replayStore: must be"}},
+		{name: "replayStore with options", env: base().with("LTIOP_REPLAY_STORE", "rediss://redis:6380/0?skip_verify=true"), want: []string{"replayStore: the URL takes no query parameters"}},
 		{name: "replayStore a bare address", env: base().with("LTIOP_REPLAY_STORE", "redis:6379"), want: []string{"replayStore: must be"}},
 		{name: "replay password twice", env: base().with("LTIOP_REPLAY_STORE", "redis://:inurl@redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "p"),
 			want: []string{"replayStore: give the Redis password once"}},

@@ -62,6 +62,11 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 		// The URL may carry a password: never repeat it.
 		return nil, errors.New("replay store: the URL must be redis://host:port/db or rediss://host:port/db")
 	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		// go-redis reads options from the query, skip_verify among them: the time bounds
+		// and the TLS check are ltiop's to set.
+		return nil, errors.New("replay store: the URL takes no query parameters")
+	}
 	opts, err := redis.ParseURL(o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("replay store: %w", err)

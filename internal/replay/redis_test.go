@@ -286,7 +286,7 @@ func TestOpenAndRedact(t *testing.T) {
 		}
 		_ = closer.Close()
 	}
-	for _, bad := range []string{"http://host:6379", "redis://", "redis://:pw@host:6379/%zz", "host:6379", "unix:///tmp/redis.sock"} {
+	for _, bad := range []string{"http://host:6379", "redis://", "redis://:pw@host:6379/%zz", "host:6379", "unix:///tmp/redis.sock", "rediss://host:6380/0?skip_verify=true"} {
 		_, _, err := Open(Options{URL: bad})
 		if err == nil {
 			t.Errorf("Open(%q) accepted", bad)
