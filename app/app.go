@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/outbound"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/advantage"
@@ -105,8 +107,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 	return nil
 }
 
-// replayCacheSize bounds the single-use ids (states, nonces) a replica remembers.
-const replayCacheSize = 100_000
+// replayMemoryItems bounds the memory replay store: the single uses (states, nonces,
+// codes…) of every endpoint, together.
+const replayMemoryItems = 300_000
 
 // App is a configured, not yet started ltiop.
 type App struct {
@@ -117,6 +120,8 @@ type App struct {
 	Registry *registry.Registry
 
 	controllers *controllerRunner
+	// closeReplay releases the replay store once the manager (and so the web server) stopped.
+	closeReplay io.Closer
 }
 
 // Leading says whether this replica runs the controllers now.
@@ -176,6 +181,17 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if _, err := keyring.Attach(ctx, mgr.GetCache(), cfg.Namespace, cfg.ServiceSecret); err != nil {
 		return nil, err
 	}
+	// One replay store for every single-use rule of every handler: shared by the replicas
+	// when it is Redis.
+	replays, closeReplay, err := replay.Open(replay.Options{
+		URL: cfg.ReplayStore, Password: cfg.ReplayStorePassword, PasswordFile: cfg.ReplayStorePasswordFile,
+		KeyPrefix: cfg.ReplayKeyPrefix(), Timeout: cfg.ReplayStoreTimeout.Duration, MemoryItems: replayMemoryItems,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctrl.Log.WithName("setup").Info("replay store", "store", replay.Redact(cfg.ReplayStore), "keyPrefix", cfg.ReplayKeyPrefix())
+
 	// Platform mode: the tool registrations and the platform signing key (service Secret).
 	tools := registry.NewTools()
 	if err := tools.Attach(ctx, mgr.GetCache()); err != nil {
@@ -192,7 +208,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	platform := platformmode.New(platformmode.Options{
 		PublicURL: cfg.PublicURL, Issuer: pm.Issuer, LaunchURL: pm.LaunchURL, DeepLinkingURL: pm.DeepLinkingURL,
 		DeepLinkingReturnURL: pm.DeepLinkingReturnURL, DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
-	}, tools, registry.NewPeerKeys(nil), platformKey, keyring, sessions.NewReplayCache(replayCacheSize))
+	}, tools, registry.NewPeerKeys(nil), platformKey, keyring, replays)
 
 	allowed, err := outbound.ParsePrefixes(cfg.OutboundAllowCIDRs)
 	if err != nil {
@@ -205,18 +221,18 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		},
 		Namespace: cfg.Namespace, AutoActivate: cfg.RegistrationAutoActivate, PreApprovalURL: cfg.PreApprovalURL,
 		Outbound: outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.OutboundAllowLoopback, AllowPrefixes: allowed},
-	}, reg, mgr.GetClient(), keyring)
+	}, reg, mgr.GetClient(), keyring, replays)
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
-	}, reg, registry.NewPeerKeys(nil), keyring, sessions.NewReplayCache(replayCacheSize), apiKey, advantage.NewClient(nil))
+	}, reg, registry.NewPeerKeys(nil), keyring, replays, apiKey, advantage.NewClient(nil))
 	if err != nil {
 		return nil, err
 	}
 
 	broker := oauthbroker.New(oauthbroker.Options{
 		PublicURL: cfg.PublicURL, ReturnURL: cfg.OAuthReturnURL, AllowedReturnURLs: cfg.OAuthAllowedReturnURLs, DevMode: cfg.DevMode,
-	}, reg, oauthbroker.NewSecretClients(mgr.GetAPIReader(), cfg.Namespace).Resolve, keyring)
+	}, reg, oauthbroker.NewSecretClients(mgr.GetAPIReader(), cfg.Namespace).Resolve, keyring, replays)
 
 	platforms := &admin.Platforms{
 		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
@@ -239,11 +255,16 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}
-	return &App{Manager: mgr, Server: srv, Registry: reg, controllers: controllers}, nil
+	return &App{Manager: mgr, Server: srv, Registry: reg, controllers: controllers, closeReplay: closeReplay}, nil
 }
 
-// Start runs ltiop until ctx ends.
-func (a *App) Start(ctx context.Context) error { return a.Manager.Start(ctx) }
+// Start runs ltiop until ctx ends. The replay store is closed after the web server has
+// finished its requests, not before.
+func (a *App) Start(ctx context.Context) error {
+	err := a.Manager.Start(ctx)
+	_ = a.closeReplay.Close()
+	return err
+}
 
 // cacheRunnable makes the manager start a cache with its own caches, on every replica,
 // and wait for it to sync before starting the web server.

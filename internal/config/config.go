@@ -80,6 +80,18 @@ type Config struct {
 	OAuthAllowedReturnURLs []string `json:"oauthAllowedReturnUrls"`
 	// Kubeconfig is the kubeconfig file to use outside a cluster (else KUBECONFIG or in-cluster).
 	Kubeconfig string `json:"kubeconfig"`
+	// ReplayStore is where single uses (states, nonces, codes…) are recorded: "memory" for
+	// one replica, or redis://host:6379/0 (rediss:// for TLS) shared by all replicas.
+	ReplayStore string `json:"replayStore"`
+	// ReplayStorePasswordFile names a file holding the Redis password (a mounted Secret).
+	ReplayStorePasswordFile string `json:"replayStorePasswordFile"`
+	// ReplayStorePassword is the Redis password; only from the environment
+	// (LTIOP_REPLAY_STORE_PASSWORD, e.g. from a secretKeyRef): never a flag or the file.
+	ReplayStorePassword string `json:"-"`
+	// ReplayStoreKeyPrefix starts every Redis key; empty means "ltiop:<namespace>:".
+	ReplayStoreKeyPrefix string `json:"replayStoreKeyPrefix"`
+	// ReplayStoreTimeout bounds one Redis attempt; a failed attempt is retried once.
+	ReplayStoreTimeout Duration `json:"replayStoreTimeout"`
 }
 
 // Duration is a time.Duration written as "10s" in YAML and in the environment.
@@ -121,6 +133,8 @@ func Default() Config {
 		CanvasPrivacyLevel: "public",
 		ShutdownTimeout:    Duration{15 * time.Second},
 		ShutdownDelay:      Duration{5 * time.Second},
+		ReplayStore:        "memory",
+		ReplayStoreTimeout: Duration{100 * time.Millisecond},
 	}
 }
 
@@ -161,6 +175,10 @@ var settings = []setting{
 	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
 	{"shutdown-delay", "LTIOP_SHUTDOWN_DELAY", "on SIGTERM, how long /readyz fails before the listener closes", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownDelay.Duration) }},
+	{"replay-store", "LTIOP_REPLAY_STORE", "where single uses are recorded: memory (one replica) or redis://host:6379/0, rediss:// for TLS (several replicas)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStore) }},
+	{"replay-store-password-file", "LTIOP_REPLAY_STORE_PASSWORD_FILE", "file holding the Redis password (or set LTIOP_REPLAY_STORE_PASSWORD)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStorePasswordFile) }},
+	{"replay-store-key-prefix", "LTIOP_REPLAY_STORE_KEY_PREFIX", "prefix of the Redis keys (default ltiop:<namespace>:)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStoreKeyPrefix) }},
+	{"replay-store-timeout", "LTIOP_REPLAY_STORE_TIMEOUT", "bound of one Redis attempt (one retry follows a failure)", func(c *Config) flag.Value { return (*durationValue)(&c.ReplayStoreTimeout.Duration) }},
 	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
 }
 
@@ -206,6 +224,8 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 			_ = s.value(&cfg).Set(s.value(&parsed).String())
 		}
 	}
+	// A password is a secret: not a flag (visible in the process list), not the YAML file.
+	cfg.ReplayStorePassword = getenv("LTIOP_REPLAY_STORE_PASSWORD")
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -312,10 +332,53 @@ func (c *Config) Validate() error {
 	if c.ShutdownDelay.Duration < 0 {
 		add("shutdownDelay: must not be negative")
 	}
+	c.validateReplayStore(add)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// validateReplayStore checks the replay-store settings. The URL may hold a password:
+// no message repeats it.
+func (c *Config) validateReplayStore(add func(string, ...any)) {
+	if c.ReplayStoreTimeout.Duration <= 0 || c.ReplayStoreTimeout.Duration > 10*time.Second {
+		add("replayStoreTimeout: must be between 1ms and 10s, got %s", c.ReplayStoreTimeout.Duration)
+	}
+	if c.ReplayStore == "" || c.ReplayStore == "memory" {
+		if c.ReplayStorePassword != "" || c.ReplayStorePasswordFile != "" {
+			add("replayStore: a Redis password is set but the store is memory")
+		}
+		return
+	}
+	u, err := url.Parse(c.ReplayStore)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		add("replayStore: must be memory, redis://host:6379/0 or rediss://host:6380/0")
+		return
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		add("replayStore: the URL takes no query parameters")
+	}
+	_, inURL := u.User.Password()
+	if n := btoi(inURL) + btoi(c.ReplayStorePassword != "") + btoi(c.ReplayStorePasswordFile != ""); n > 1 {
+		add("replayStore: give the Redis password once: in LTIOP_REPLAY_STORE_PASSWORD, in replayStorePasswordFile or in the URL")
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ReplayKeyPrefix is the prefix of the replay store's keys: one per installation, so
+// several installations can share a Redis.
+func (c *Config) ReplayKeyPrefix() string {
+	if c.ReplayStoreKeyPrefix != "" {
+		return c.ReplayStoreKeyPrefix
+	}
+	return "ltiop:" + c.Namespace + ":"
 }
 
 // checkURL accepts absolute https URLs, and http ones in dev mode.

@@ -74,6 +74,7 @@ func TestLoadDefaults(t *testing.T) {
 		ToolName:        "ltiop", CanvasPrivacyLevel: "public",
 		ShutdownTimeout: config.Duration{Duration: 15 * time.Second},
 		ShutdownDelay:   config.Duration{Duration: 5 * time.Second},
+		ReplayStore:     "memory", ReplayStoreTimeout: config.Duration{Duration: 100 * time.Millisecond},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
@@ -143,6 +144,10 @@ keyWait: 3s
 shutdownTimeout: 20s
 shutdownDelay: 2s
 kubeconfig: /file/kubeconfig
+replayStore: redis://redis.ltiop.svc:6379/0
+replayStorePasswordFile: /etc/ltiop/redis/password
+replayStoreKeyPrefix: "ltiop:prod:"
+replayStoreTimeout: 150ms
 `)
 	tests := []struct {
 		name  string
@@ -166,6 +171,8 @@ kubeconfig: /file/kubeconfig
 					ShutdownTimeout: config.Duration{Duration: 20 * time.Second},
 					ShutdownDelay:   config.Duration{Duration: 2 * time.Second},
 					Kubeconfig:      "/file/kubeconfig",
+					ReplayStore:     "redis://redis.ltiop.svc:6379/0", ReplayStorePasswordFile: "/etc/ltiop/redis/password",
+					ReplayStoreKeyPrefix: "ltiop:prod:", ReplayStoreTimeout: config.Duration{Duration: 150 * time.Millisecond},
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -181,6 +188,8 @@ kubeconfig: /file/kubeconfig
 				"LTIOP_LAUNCH_URL": "http://localhost:5000/launch", "LTIOP_DEEP_LINKING_URL": "http://localhost:5000/deep",
 				"LTIOP_DEV_MODE": "true", "LTIOP_LEADER_ELECT": "1", "LTIOP_MAX_BODY_BYTES": "4096",
 				"LTIOP_KEY_WAIT": "4s", "LTIOP_SHUTDOWN_TIMEOUT": "1m", "LTIOP_SHUTDOWN_DELAY": "3s", "KUBECONFIG": "/env/kubeconfig",
+				"LTIOP_REPLAY_STORE": "rediss://redis.example:6380/1", "LTIOP_REPLAY_STORE_PASSWORD": "from-secret",
+				"LTIOP_REPLAY_STORE_KEY_PREFIX": "env:", "LTIOP_REPLAY_STORE_TIMEOUT": "250ms",
 			},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
@@ -195,6 +204,8 @@ kubeconfig: /file/kubeconfig
 					ShutdownTimeout: config.Duration{Duration: time.Minute},
 					ShutdownDelay:   config.Duration{Duration: 3 * time.Second},
 					Kubeconfig:      "/env/kubeconfig",
+					ReplayStore:     "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
+					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond},
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -210,6 +221,8 @@ kubeconfig: /file/kubeconfig
 				"--launch-url", "https://app.example.com/l", "--deep-linking-url", "https://app.example.com/d",
 				"--dev-mode", "--leader-elect", "--max-body-bytes", "8192",
 				"--key-wait", "5s", "--shutdown-timeout", "30s", "--shutdown-delay", "0s", "--kubeconfig", "/flag/kubeconfig",
+				"--replay-store", "redis://10.0.0.7:6379/2", "--replay-store-password-file", "/flag/password",
+				"--replay-store-key-prefix", "flag:", "--replay-store-timeout", "80ms",
 			},
 			env: env{"LTIOP_NAMESPACE": "from-env", "LTIOP_KEY_WAIT": "4s", "LTIOP_MAX_BODY_BYTES": "4096"},
 			check: func(t *testing.T, c *config.Config) {
@@ -224,6 +237,8 @@ kubeconfig: /file/kubeconfig
 					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
 					ShutdownTimeout: config.Duration{Duration: 30 * time.Second},
 					Kubeconfig:      "/flag/kubeconfig",
+					ReplayStore:     "redis://10.0.0.7:6379/2", ReplayStorePasswordFile: "/flag/password",
+					ReplayStoreKeyPrefix: "flag:", ReplayStoreTimeout: config.Duration{Duration: 80 * time.Millisecond},
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -347,6 +362,17 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad duration in env", env: base().with("LTIOP_KEY_WAIT", "soon"), want: []string{"LTIOP_KEY_WAIT", "soon"}},
 		{name: "bad bool in env", env: base().with("LTIOP_DEV_MODE", "yes please"), want: []string{"LTIOP_DEV_MODE"}},
 		{name: "bad number in env", env: base().with("LTIOP_MAX_BODY_BYTES", "1MiB"), want: []string{"LTIOP_MAX_BODY_BYTES"}},
+		{name: "replayStore not Redis", env: base().with("LTIOP_REPLAY_STORE", "http://redis:6379"), want: []string{"replayStore: must be memory, redis://"}},
+		{name: "replayStore without host", env: base().with("LTIOP_REPLAY_STORE", "redis://"), want: []string{"replayStore: must be"}},
+		{name: "replayStore with options", env: base().with("LTIOP_REPLAY_STORE", "rediss://redis:6380/0?skip_verify=true"), want: []string{"replayStore: the URL takes no query parameters"}},
+		{name: "replayStore a bare address", env: base().with("LTIOP_REPLAY_STORE", "redis:6379"), want: []string{"replayStore: must be"}},
+		{name: "replay password twice", env: base().with("LTIOP_REPLAY_STORE", "redis://:inurl@redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "p"),
+			want: []string{"replayStore: give the Redis password once"}},
+		{name: "replay password and file", args: []string{"--replay-store-password-file", "/p"},
+			env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"give the Redis password once"}},
+		{name: "replay password for memory", env: base().with("LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"password is set but the store is memory"}},
+		{name: "replayStoreTimeout zero", env: base().with("LTIOP_REPLAY_STORE_TIMEOUT", "0s"), want: []string{"replayStoreTimeout: must be between"}},
+		{name: "replayStoreTimeout too long", env: base().with("LTIOP_REPLAY_STORE_TIMEOUT", "11s"), want: []string{"replayStoreTimeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,6 +413,8 @@ func TestLoadAccepts(t *testing.T) {
 		{name: "listen on IPv6", env: base().with("LTIOP_LISTEN", "[::1]:3000")},
 		{name: "https launchUrl with query", env: base().with("LTIOP_LAUNCH_URL", "https://app.example.com/launch?x=1")},
 		{name: "publicUrl with a path", env: base().with("LTIOP_PUBLIC_URL", "https://example.com/lti")},
+		{name: "replayStore with the password in the URL", env: base().with("LTIOP_REPLAY_STORE", "rediss://user:pw@redis:6380/0")},
+		{name: "replayStore memory, explicitly", args: []string{"--replay-store", "memory"}, env: base()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -437,6 +465,35 @@ func TestValidateDirect(t *testing.T) {
 	c.APIKeySecretKey = ""
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "apiKeySecretKey: required") {
 		t.Errorf("Validate() with no apiKeySecretKey = %v", err)
+	}
+}
+
+// The key prefix defaults to one per installation (its namespace); the password never
+// travels in a flag or the YAML file, and no error repeats it.
+func TestReplayStoreSettings(t *testing.T) {
+	isolate(t)
+	cfg := mustLoad(t, nil, base())
+	if cfg.ReplayKeyPrefix() != "ltiop:ltiop:" {
+		t.Errorf("default prefix %q", cfg.ReplayKeyPrefix())
+	}
+	cfg.ReplayStoreKeyPrefix = "mine:"
+	if cfg.ReplayKeyPrefix() != "mine:" {
+		t.Errorf("prefix %q", cfg.ReplayKeyPrefix())
+	}
+	if _, err := config.Load([]string{"--replay-store-password", "p"}, base().get); err == nil {
+		t.Error("a password flag exists")
+	}
+	file := writeYAML(t, "replayStore: redis://redis:6379/0\nreplayStorePassword: p\n")
+	if _, err := config.Load([]string{"--config", file}, base().get); err == nil {
+		t.Error("a password in the YAML file was accepted")
+	}
+	_, err := config.Load(nil, base().with("LTIOP_REPLAY_STORE", "redis://:hunter2@redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "p").get)
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v", err)
+	}
+	b, _ := json.Marshal(mustLoad(t, nil, base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "hunter2")))
+	if strings.Contains(string(b), "hunter2") {
+		t.Errorf("the password is marshalled: %s", b)
 	}
 }
 

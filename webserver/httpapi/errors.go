@@ -29,6 +29,9 @@ const (
 	CodeInternal             = "INTERNAL_SERVER_ERROR"
 	CodeUpstream             = "UPSTREAM_ERROR"
 	CodeUpstreamTimeout      = "UPSTREAM_TIMEOUT"
+	// CodeReplayStoreUnavailable: a single use (state, nonce, code…) could not be
+	// recorded, so the request is refused rather than accepted unrecorded.
+	CodeReplayStoreUnavailable = "REPLAY_STORE_UNAVAILABLE"
 )
 
 // Error is the one error type of every answer (package apierr), so the protocol
@@ -41,6 +44,15 @@ type Upstream = apierr.Upstream
 // Errorf builds an *Error.
 func Errorf(status int, code, description string) *Error {
 	return &Error{Status: status, Code: code, Description: description}
+}
+
+// ReplayStoreUnavailable is the refusal of a request whose single use could not be
+// recorded (replay.ErrUnavailable in cause). It carries the OAuth value too, for the
+// platform-mode endpoints that answer tools in RFC 6749 form.
+func ReplayStoreUnavailable(cause error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: CodeReplayStoreUnavailable, OAuth: "temporarily_unavailable",
+		Description: "The replay store did not answer, so this single-use request could not be recorded; try again in a moment.",
+		Cause:       cause}
 }
 
 // Envelope is the error body of every endpoint:

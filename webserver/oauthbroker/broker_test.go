@@ -20,6 +20,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -42,6 +43,12 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, mutate func(*oauthbroker.Options)) *harness {
+	t.Helper()
+	return newHarnessWithStore(t, mutate, replay.NewMemory(1<<17))
+}
+
+// newHarnessWithStore is newHarness with the replay store given.
+func newHarnessWithStore(t *testing.T, mutate func(*oauthbroker.Options), replays replay.Store) *harness {
 	t.Helper()
 	h := &harness{as: newFakeAS(t), reg: registry.New()}
 	mux := http.NewServeMux()
@@ -80,7 +87,7 @@ func newHarness(t *testing.T, mutate func(*oauthbroker.Options)) *harness {
 	if mutate != nil {
 		mutate(&opts)
 	}
-	h.broker = oauthbroker.New(opts, h.reg, resolve, h.keyring)
+	h.broker = oauthbroker.New(opts, h.reg, resolve, h.keyring, replays)
 	mux.HandleFunc("GET /oauth/start/{platformId}", h.broker.Start)
 	mux.HandleFunc("GET /oauth/callback", h.broker.Callback)
 	mux.HandleFunc("POST /api/oauth/access-token/{platformId}", h.broker.AccessToken)

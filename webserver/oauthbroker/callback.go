@@ -54,7 +54,10 @@ func (b *Broker) Callback(w http.ResponseWriter, r *http.Request) {
 	}
 	// Single use before the exchange: two concurrent exchanges of one LMS code could make
 	// the LMS revoke the tokens it issued (RFC 6749 §4.1.2).
-	if !b.replay.Use("oauth-state:"+opened.ID, opened.Expires, now) {
+	if first, err := b.replay.Use(r.Context(), "oauth-state:"+opened.ID, opened.Expires, now); err != nil {
+		b.fail(w, r, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first {
 		b.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeStateReused,
 			"This authorization response was already used; start again from the application."))
 		return

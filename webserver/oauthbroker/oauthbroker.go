@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -61,7 +62,6 @@ const (
 	maxScopeLength   = 2048     // requested scope, kept in the sealed state
 	maxLMSErrorText  = 512      // error and error_description shown or passed on
 	defaultTimeout   = 10 * time.Second
-	replayCacheSize  = 1 << 17
 )
 
 // Stable error codes of the broker (details.message).
@@ -125,14 +125,14 @@ type Broker struct {
 	registry    *registry.Registry
 	resolve     Resolver
 	keyring     *sessions.Keyring
-	replay      *sessions.ReplayCache
+	replay      replay.Store
 	hc          *http.Client
 	// now is the clock of every check (nil: time.Now); tests replace it.
 	now func() time.Time
 }
 
-// New returns the broker.
-func New(opts Options, reg *registry.Registry, resolve Resolver, keyring *sessions.Keyring) *Broker {
+// New returns the broker. replays records the single use of states and one-time codes.
+func New(opts Options, reg *registry.Registry, resolve Resolver, keyring *sessions.Keyring, replays replay.Store) *Broker {
 	var hc http.Client
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
@@ -146,7 +146,7 @@ func New(opts Options, reg *registry.Registry, resolve Resolver, keyring *sessio
 		registry:    reg,
 		resolve:     resolve,
 		keyring:     keyring,
-		replay:      sessions.NewReplayCache(replayCacheSize),
+		replay:      replays,
 		hc:          &hc,
 	}
 }

@@ -76,7 +76,10 @@ func (b *Broker) AccessToken(w http.ResponseWriter, r *http.Request) {
 			"The code was issued for another platform registration."))
 		return
 	}
-	if !b.replay.Use("oauth-code:"+opened.ID, opened.Expires, now) {
+	if first, err := b.replay.Use(r.Context(), "oauth-code:"+opened.ID, opened.Expires, now); err != nil {
+		httpapi.WriteError(w, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, CodeCodeReused, "The code was already used."))
 		return
 	}

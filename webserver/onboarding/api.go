@@ -92,7 +92,10 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := o.now()
-	if !o.used.Use(tokenID, now.Add(pendingTTL), now) {
+	if first, err := o.used.Use(r.Context(), "registration:"+tokenID, now.Add(pendingTTL), now); err != nil {
+		httpapi.WriteError(w, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusConflict, "REGISTRATION_ALREADY_COMPLETED", "This registration was already completed."))
 		return
 	}

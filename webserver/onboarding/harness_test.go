@@ -18,6 +18,7 @@ import (
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testclient"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
@@ -123,7 +124,7 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 	if h.keyring, err = sessions.NewKeyring(sealing); err != nil {
 		t.Fatal(err)
 	}
-	h.o = onboarding.New(cfg.opts, h.reg, h.k8s, h.keyring)
+	h.o = onboarding.New(cfg.opts, h.reg, h.k8s, h.keyring, replay.NewMemory(10_000))
 	onboarding.SetClock(h.o, func() time.Time { return time.Now().Add(time.Duration(h.clock.Load())) })
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+paths.Register, h.o.Register)

@@ -22,6 +22,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/outbound"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -54,16 +55,17 @@ type Onboarding struct {
 	writer   client.Client
 	keyring  *sessions.Keyring
 	http     *http.Client
-	used     *sessions.ReplayCache // completed pre-approvals
+	used     replay.Store // completed pre-approvals
 	now      func() time.Time
 
 	learning sync.Map // "uid/deployment" being recorded, so a burst of launches writes once
 }
 
-// New returns the onboarding handlers.
-func New(opts Options, reg *registry.Registry, writer client.Client, keyring *sessions.Keyring) *Onboarding {
+// New returns the onboarding handlers. used records the single use of pre-approved
+// registrations.
+func New(opts Options, reg *registry.Registry, writer client.Client, keyring *sessions.Keyring, used replay.Store) *Onboarding {
 	return &Onboarding{opts: opts, registry: reg, writer: writer, keyring: keyring,
-		http: outbound.NewClient(opts.Outbound), used: sessions.NewReplayCache(10_000), now: time.Now}
+		http: outbound.NewClient(opts.Outbound), used: used, now: time.Now}
 }
 
 // pending is a registration waiting for the integrator's approval (sealed in its id).

@@ -1,6 +1,7 @@
 package platformmode
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -40,7 +41,7 @@ func (p *Platform) Authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := p.now()
-	pl, e := p.checkAuthorization(req, now)
+	pl, e := p.checkAuthorization(r.Context(), req, now)
 	if e != nil {
 		count("authorize", e.Code)
 		fields := ltiplatform.ErrorParams(e, req.State)
@@ -75,7 +76,7 @@ func (p *Platform) Authorize(w http.ResponseWriter, r *http.Request) {
 
 // checkAuthorization runs the checks that answer to the redirect_uri: §1.7 in order, then
 // the message hint (P-AUTH-10), its binding (P-AUTH-05, P-AUTH-09) and the nonce window.
-func (p *Platform) checkAuthorization(req ltiplatform.AuthRequest, now time.Time) (*ltiplatform.Payload, *httpapi.Error) {
+func (p *Platform) checkAuthorization(ctx context.Context, req ltiplatform.AuthRequest, now time.Time) (*ltiplatform.Payload, *httpapi.Error) {
 	if e := ltiplatform.CheckAuthRequest(req); e != nil {
 		return nil, e
 	}
@@ -91,8 +92,11 @@ func (p *Platform) checkAuthorization(req ltiplatform.AuthRequest, now time.Time
 		return nil, e
 	}
 	// The nonce is remembered only for a request that passed every other check, so a
-	// failed attempt does not lock out the tool's retry.
-	if !p.replays.Use("nonce\x00"+req.ClientID+"\x00"+req.Nonce, now.Add(NonceWindow), now) {
+	// failed attempt does not lock out the tool's retry. A nonce that could not be
+	// recorded ends the launch: temporarily_unavailable, REPLAY_STORE_UNAVAILABLE.
+	if first, err := p.replays.Use(ctx, "nonce\x00"+req.ClientID+"\x00"+req.Nonce, now.Add(NonceWindow), now); err != nil {
+		return nil, httpapi.ReplayStoreUnavailable(err)
+	} else if !first {
 		return nil, ltiplatform.ErrDuplicateNonce()
 	}
 	return &ltiplatform.Payload{

@@ -67,14 +67,17 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The nonce is remembered until the response expires: a response valid for longer than
-	// a deep-linking session would pin replay-cache entries for as long.
+	// a deep-linking session would pin replay-store entries for as long.
 	if res.Expires.After(now.Add(DeepLinkTTL)) {
 		p.deepLinkingPage(w, r, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeLifetimeTooLong,
 			"The deep-linking response expires too late (exp more than 2 hours ahead)."))
 		return
 	}
 	// SEC §5.2.2 and P-DLR-09: the nonce guards against replay of the response.
-	if !p.replays.Use("dlnonce\x00"+t.ClientID+"\x00"+res.Nonce, res.Expires.Add(p.opts.ClockSkew), now) {
+	if first, err := p.replays.Use(r.Context(), "dlnonce\x00"+t.ClientID+"\x00"+res.Nonce, res.Expires.Add(p.opts.ClockSkew), now); err != nil {
+		p.deepLinkingPage(w, r, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first {
 		p.deepLinkingPage(w, r, httpapi.Errorf(http.StatusBadRequest, CodeDuplicateDLNonce, "This deep-linking response was already received."))
 		return
 	}

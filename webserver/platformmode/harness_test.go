@@ -19,6 +19,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -70,6 +71,12 @@ const (
 
 func newHarness(t *testing.T, mutate func(*ltiv1.ToolRegistration)) *harness {
 	t.Helper()
+	return newHarnessWithStore(t, mutate, replay.NewMemory(10000))
+}
+
+// newHarnessWithStore is newHarness with the replay store given.
+func newHarnessWithStore(t *testing.T, mutate func(*ltiv1.ToolRegistration), replays replay.Store) *harness {
+	t.Helper()
 	h := &harness{t: t, clock: &clock{}, tools: registry.NewTools(),
 		client: &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 
@@ -115,7 +122,7 @@ func newHarness(t *testing.T, mutate func(*ltiv1.ToolRegistration)) *harness {
 		LaunchURL: h.integrator.URL + "/launch", DeepLinkingURL: h.integrator.URL + "/deep-link",
 		DeepLinkingReturnURL: h.integrator.URL + "/content-items",
 		DevMode:              true, ClockSkew: 30 * time.Second, Now: h.clock.Now,
-	}, h.tools, registry.NewPeerKeys(nil), h.signer, sealer, sessions.NewReplayCache(10000))
+	}, h.tools, registry.NewPeerKeys(nil), h.signer, sealer, replays)
 	p := h.platform
 	for pattern, f := range map[string]http.HandlerFunc{
 		"GET " + paths.PlatformJWKS:               p.JWKS,

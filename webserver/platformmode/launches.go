@@ -1,6 +1,7 @@
 package platformmode
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -182,7 +183,7 @@ func (p *Platform) AnswerLaunch(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, e)
 		return
 	}
-	out, e := p.answer(&d)
+	out, e := p.answer(r.Context(), &d)
 	if e != nil {
 		count("idtoken", e.Code)
 		httpapi.WriteError(w, e)
@@ -192,7 +193,7 @@ func (p *Platform) AnswerLaunch(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
-func (p *Platform) answer(d *ltiplatform.LaunchData) (*IDTokenAnswer, *httpapi.Error) {
+func (p *Platform) answer(ctx context.Context, d *ltiplatform.LaunchData) (*IDTokenAnswer, *httpapi.Error) {
 	now := p.now()
 	pl, e := p.openPayload(d.Payload, now)
 	if e != nil {
@@ -236,7 +237,9 @@ func (p *Platform) answer(d *ltiplatform.LaunchData) (*IDTokenAnswer, *httpapi.E
 		return nil, pe
 	}
 	// Only a payload that made an id_token is used up: bad launch data can be corrected.
-	if !p.replays.Use("payload\x00"+pl.ID, time.Unix(pl.ExpiresAt, 0), now) {
+	if first, err := p.replays.Use(ctx, "payload\x00"+pl.ID, time.Unix(pl.ExpiresAt, 0), now); err != nil {
+		return nil, httpapi.ReplayStoreUnavailable(err)
+	} else if !first {
 		return nil, httpapi.Errorf(http.StatusConflict, CodePayloadUsed, "This payload was already answered: every launch gets one id_token.")
 	}
 	idToken, err := p.signer.SignAt(now, typIDToken, claims)

@@ -4,7 +4,7 @@
 // deep-linking return, and the token endpoint for the tools' service calls.
 //
 // The protocol checks are package ltiplatform's; this package adds HTTP, the tool
-// registry, the keys and the replay caches.
+// registry, the keys and the replay store.
 package platformmode
 
 import (
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/lti"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -87,13 +88,13 @@ type Platform struct {
 	keys    *registry.PeerKeys
 	signer  Signer
 	sealer  *sessions.Keyring
-	replays *sessions.ReplayCache
+	replays replay.Store
 	// tokenAudiences are the aud values a client assertion may carry (P-TOK-05).
 	tokenAudiences []string
 }
 
 // New builds platform mode.
-func New(opts Options, tools *registry.Tools, keys *registry.PeerKeys, signer Signer, sealer *sessions.Keyring, replays *sessions.ReplayCache) *Platform {
+func New(opts Options, tools *registry.Tools, keys *registry.PeerKeys, signer Signer, sealer *sessions.Keyring, replays replay.Store) *Platform {
 	if opts.Issuer == "" {
 		opts.Issuer = opts.PublicURL
 	}

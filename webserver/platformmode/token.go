@@ -82,7 +82,10 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// P-TOK-07: an assertion is good for one token.
-	if !p.replays.Use("jti\x00"+t.ClientID+"\x00"+a.JTI, a.Expires.Add(p.opts.ClockSkew), now) {
+	if first, err := p.replays.Use(r.Context(), "jti\x00"+t.ClientID+"\x00"+a.JTI, a.Expires.Add(p.opts.ClockSkew), now); err != nil {
+		p.tokenError(w, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first {
 		p.tokenError(w, &httpapi.Error{Status: 401, Code: "ASSERTION_REPLAYED", OAuth: ltiplatform.OAuthInvalidClient,
 			Rule: "P-TOK-07", Description: "This client assertion (jti) was already used."})
 		return

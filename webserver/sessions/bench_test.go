@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
@@ -38,23 +37,6 @@ func BenchmarkOpenLTIK(b *testing.B) {
 		if _, _, err := k.Open(PurposeLTIK, tok, now); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-func BenchmarkReplayCacheUse(b *testing.B) {
-	c := NewReplayCache(100_000)
-	ids := make([]string, 1<<20)
-	for i := range ids {
-		ids[i] = "state-" + strconv.Itoa(i)
-	}
-	start := time.Unix(1_800_000_000, 0)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		// A steady stream: 1000 new states a second, each valid 10 minutes.
-		now := start.Add(time.Duration(i) * time.Millisecond)
-		c.Use(ids[i&(len(ids)-1)], now.Add(10*time.Minute), now)
-		i++
 	}
 }
 

@@ -151,7 +151,7 @@ func validPurpose(p string) bool {
 //
 // with the payload written verbatim as d: it is meant to be JSON (then the envelope is a
 // JSON object), but any bytes come back exactly as sealed. The token id (jti) is 128 random
-// bits, base64url; Open returns it for the replay cache.
+// bits, base64url; Open returns it for the replay store.
 func (k *Keyring) Seal(purpose string, payload []byte, ttl time.Duration) (string, error) {
 	now := time.Now
 	if k.now != nil {
@@ -314,7 +314,7 @@ func parseEnvelope(env []byte, purpose string) (o Opened, ok bool) {
 // Opened is what a token carried.
 type Opened struct {
 	Payload  []byte
-	ID       string // the token id (jti): feed it to a ReplayCache with Expires
+	ID       string // the token id (jti): feed it to a replay.Store with Expires
 	IssuedAt time.Time
 	Expires  time.Time
 }
@@ -331,7 +331,7 @@ func (k *Keyring) Open(purpose string, token string, now time.Time) (payload []b
 }
 
 // OpenToken is Open returning the token's times as well: a single-use token (state) is
-// remembered by a ReplayCache until Expires.
+// remembered by a replay.Store until Expires.
 //
 // jwx parses the token (jwe.Parse) and decrypts it (the A256GCM content cipher of jwx's
 // jwebb building blocks, with the protected header as transmitted as the AAD, as

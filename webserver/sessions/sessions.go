@@ -1,5 +1,5 @@
 // Package sessions seals the tokens ltiop hands out and takes back — ltik, serviceKey, state,
-// lti_message_hint and the platform-mode payload — and remembers single-use ids.
+// lti_message_hint and the platform-mode payload. Their single use is internal/replay's.
 //
 // A sealed token is a compact JWE (alg "dir", enc "A256GCM", zip "DEF") made with a key of
 // the sealing keyring, which the controller keeps in the service Secret (internal/keyring

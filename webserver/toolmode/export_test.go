@@ -3,6 +3,7 @@ package toolmode
 import (
 	"time"
 
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
@@ -20,6 +21,9 @@ func ForgetOpenedLtiks(t *Tool) {
 
 // SetClock replaces the tool's clock. Call it before the tool serves a request.
 func SetClock(t *Tool, now func() time.Time) { t.now = now }
+
+// SetReplayStore replaces the tool's replay store. Call it before the tool serves a request.
+func SetReplayStore(t *Tool, s replay.Store) { t.replay = s }
 
 // ResealState opens a state this tool issued and seals the same login again: a second
 // state (another token id) with the same nonce, so that the nonce replay check can be

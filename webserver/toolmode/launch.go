@@ -133,11 +133,18 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// Single use, checked last so a launch that failed for an outage can be retried.
-	if !t.replay.Use("state:"+stateID, now.Add(stateTTL), now) { // T-STATE-03
+	// A use that could not be recorded refuses the launch (503): never accepted unrecorded.
+	if first, err := t.replay.Use(r.Context(), "state:"+stateID, now.Add(stateTTL), now); err != nil {
+		t.fail(w, r, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first { // T-STATE-03
 		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeStateReused, "This login was already used; launch again from the platform."))
 		return
 	}
-	if !t.replay.Use("nonce:"+claims.Issuer+"\x00"+claims.Nonce, now.Add(stateTTL), now) { // T-NONCE-03
+	if first, err := t.replay.Use(r.Context(), "nonce:"+claims.Issuer+"\x00"+claims.Nonce, now.Add(stateTTL), now); err != nil {
+		t.fail(w, r, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first { // T-NONCE-03
 		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeNonceReused, "This id_token was already used."))
 		return
 	}
@@ -207,7 +214,10 @@ func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := t.now()
-	if !t.replay.Use("pending:"+id, now.Add(pendingTTL), now) {
+	if first, err := t.replay.Use(r.Context(), "pending:"+id, now.Add(pendingTTL), now); err != nil {
+		t.fail(w, r, httpapi.ReplayStoreUnavailable(err))
+		return
+	} else if !first {
 		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeStateReused, "This launch was already completed."))
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
@@ -158,7 +159,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	if opts.Deployments == nil {
 		opts.Deployments = rg
 	}
-	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(nil), ring, sessions.NewReplayCache(1<<20), apiKey, advantage.NewClient(cfg.http))
+	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(nil), ring, replay.NewMemory(1<<20), apiKey, advantage.NewClient(cfg.http))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -51,7 +52,7 @@ type Tool struct {
 	registry  *registry.Registry
 	keys      *registry.PeerKeys
 	keyring   *sessions.Keyring
-	replay    *sessions.ReplayCache
+	replay    replay.Store
 	apiKey    *httpapi.APIKey
 	services  *advantage.Client
 	ltiks     *ltikCache
@@ -63,7 +64,7 @@ type Tool struct {
 
 // New returns the tool-mode handlers.
 func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring *sessions.Keyring,
-	replay *sessions.ReplayCache, apiKey *httpapi.APIKey, services *advantage.Client) (*Tool, error) {
+	replays replay.Store, apiKey *httpapi.APIKey, services *advantage.Client) (*Tool, error) {
 	u, err := url.Parse(opts.PublicURL)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring 
 		}
 	}
 	return &Tool{opts: opts, publicURL: u, registry: reg, keys: keys, keyring: keyring,
-		replay: replay, apiKey: apiKey, services: services, ltiks: newLtikCache(), now: time.Now, formAction: strings.Join(formAction, " ")}, nil
+		replay: replays, apiKey: apiKey, services: services, ltiks: newLtikCache(), now: time.Now, formAction: strings.Join(formAction, " ")}, nil
 }
 
 // secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).

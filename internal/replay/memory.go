@@ -1,45 +1,52 @@
-package sessions
+package replay
 
 import (
+	"context"
 	"sync"
 	"time"
 )
 
-// ReplayCache remembers single-use ids (states, nonces) until they expire, so that a second
-// use is refused (T-STATE-03, T-NONCE-03). Memory is bounded: it holds at most max ids; when
-// full, expired ids are dropped first, then the ids closest to expiry. It is safe for
-// concurrent use.
+// Memory is the Store of one replica: it remembers single-use ids in this process until
+// they expire. Several replicas each with their own Memory would each accept an id once,
+// so it is right only when one replica serves. Memory is bounded: it holds at most max
+// ids; when full, expired ids are dropped first, then the ids closest to expiry. It is
+// safe for concurrent use and never fails.
 //
 // Ids are kept in buckets of one second by expiry (rounded up, so an id is never forgotten
 // before it expires). Use costs O(1) amortised — a map operation plus an append — and
 // O(log B) when it opens a new second, B being the number of distinct seconds in which
 // remembered ids expire.
-type ReplayCache struct {
+type Memory struct {
 	mu      sync.Mutex
 	limit   int
 	ids     map[string]int64 // id -> the second of its bucket
-	buckets map[int64]*replayBucket
+	buckets map[int64]*bucket
 	seconds []int64 // min-heap of the bucket seconds, each once
 	peak    int     // the most ids held since the map was last rebuilt
 }
 
-type replayBucket struct {
+type bucket struct {
 	ids  []string
 	head int // ids[:head] were evicted
 }
 
-// NewReplayCache returns a cache of at most maxIDs ids (at least 1).
-func NewReplayCache(maxIDs int) *ReplayCache {
+// NewMemory returns a store of at most maxIDs ids (at least 1).
+func NewMemory(maxIDs int) *Memory {
 	if maxIDs < 1 {
 		maxIDs = 1
 	}
-	return &ReplayCache{limit: maxIDs, ids: map[string]int64{}, buckets: map[int64]*replayBucket{}}
+	return &Memory{limit: maxIDs, ids: map[string]int64{}, buckets: map[int64]*bucket{}}
 }
 
 // Use records id, valid until expires, and reports whether this is its first use. It
 // returns false for an id seen before and not yet expired, and for an id whose expiry is
-// not after now (an expired id cannot be remembered, so it is refused).
-func (c *ReplayCache) Use(id string, expires time.Time, now time.Time) bool {
+// not after now (an expired id cannot be remembered, so it is refused). The error is
+// always nil.
+func (c *Memory) Use(_ context.Context, id string, expires, now time.Time) (bool, error) {
+	return c.use(id, expires, now), nil
+}
+
+func (c *Memory) use(id string, expires, now time.Time) bool {
 	if !expires.After(now) {
 		return false
 	}
@@ -58,7 +65,7 @@ func (c *ReplayCache) Use(id string, expires time.Time, now time.Time) bool {
 	}
 	b := c.buckets[sec]
 	if b == nil {
-		b = &replayBucket{}
+		b = &bucket{}
 		c.buckets[sec] = b
 		c.push(sec)
 	}
@@ -69,14 +76,14 @@ func (c *ReplayCache) Use(id string, expires time.Time, now time.Time) bool {
 }
 
 // Len returns the number of ids remembered (expired ones go at the next Use).
-func (c *ReplayCache) Len() int {
+func (c *Memory) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.ids)
 }
 
 // sweep drops the buckets whose second has come: all their ids have expired.
-func (c *ReplayCache) sweep(now int64) {
+func (c *Memory) sweep(now int64) {
 	for len(c.seconds) > 0 && c.seconds[0] <= now {
 		sec := c.pop()
 		b := c.buckets[sec]
@@ -97,7 +104,7 @@ func (c *ReplayCache) sweep(now int64) {
 }
 
 // evictOne forgets the id closest to expiry.
-func (c *ReplayCache) evictOne() {
+func (c *Memory) evictOne() {
 	sec := c.seconds[0]
 	b := c.buckets[sec]
 	delete(c.ids, b.ids[b.head])
@@ -110,7 +117,7 @@ func (c *ReplayCache) evictOne() {
 }
 
 // push and pop keep c.seconds a binary min-heap.
-func (c *ReplayCache) push(sec int64) {
+func (c *Memory) push(sec int64) {
 	h := append(c.seconds, sec)
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
@@ -123,7 +130,7 @@ func (c *ReplayCache) push(sec int64) {
 	c.seconds = h
 }
 
-func (c *ReplayCache) pop() int64 {
+func (c *Memory) pop() int64 {
 	h := c.seconds
 	top := h[0]
 	last := len(h) - 1
