@@ -14,9 +14,17 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
+
+// TB is what Start needs of a test: a *testing.T, or Ginkgo's GinkgoT().
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Skip(args ...any)
+	Cleanup(func())
+	TempDir() string
+}
 
 // Server is one redis-server process.
 type Server struct {
@@ -25,7 +33,7 @@ type Server struct {
 	// Password is the requirepass of the server ("" for none).
 	Password string
 
-	tb   testing.TB
+	tb   TB
 	bin  string
 	dir  string
 	port int
@@ -44,7 +52,7 @@ func WithPassword(password string) Option { return func(s *Server) { s.Password 
 
 // Start runs redis-server and waits until it answers. It skips the test when redis-server
 // is missing, and fails it instead when the environment variable CI is set.
-func Start(tb testing.TB, opts ...Option) *Server {
+func Start(tb TB, opts ...Option) *Server {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -161,7 +169,7 @@ func (s *Server) answers() bool {
 	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
-func freePort(tb testing.TB) int {
+func freePort(tb TB) int {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
