@@ -17,7 +17,7 @@ import (
 
 // newRedisRig is a rig whose replay store is a real redis-server, which the test stops
 // and restarts.
-func newRedisRig(t *testing.T) (*rig, *testredis.Server) {
+func newRedisRig(t testing.TB) (*rig, *testredis.Server) {
 	t.Helper()
 	srv := testredis.Start(t)
 	store, err := replay.NewRedis(replay.RedisOptions{URL: srv.URL, KeyPrefix: "ltiop:test:", Timeout: 50 * time.Millisecond})
