@@ -82,6 +82,10 @@ var _ = Describe("Replicas", func() {
 			Expect(res.StatusCode).To(Equal(200), "readiness does not depend on the API server")
 			launched := launchAt(r)
 			Expect(launched.Ltik).NotTo(BeEmpty(), "launches are served from the cache: %s", launched.Body)
+			idToken := callAt(r.Local, "GET", "/api/idtoken", nil, map[string]string{"Authorization": "LTIK-AUTH-V2 " + apiKey + ":" + launched.Ltik})
+			Expect(idToken.Status).To(Equal(200), string(idToken.Raw))
+			Expect(callAt(r.Local, "GET", paths.Keys, nil, nil).Status).To(Equal(200))
+			Expect(callAt(r.Local, "GET", paths.PlatformJWKS, nil, nil).Status).To(Equal(200))
 		}
 
 		By("giving the API server back")
