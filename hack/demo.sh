@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # `make demo`: builds the control-plane binaries (cached), finds or builds a kubectl that
-# matches their version, and runs hack/demo until interrupted.
+# matches their version, and runs hack/demo until interrupted (LTIOP_DEMO_REPLICAS=N for N replicas).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Several replicas share a redis-server the demo starts: say so before a cold build, not after.
+if [[ ${LTIOP_DEMO_REPLICAS:-1} =~ ^[2-9]$ ]] && [ -z "${LTIOP_REPLAY_STORE:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
+  echo "demo: LTIOP_DEMO_REPLICAS=$LTIOP_DEMO_REPLICAS needs redis-server on the PATH, for the replay store the replicas share." >&2
+  echo "Install it (Debian/Ubuntu: sudo apt-get install redis-server), or set LTIOP_REPLAY_STORE to a Redis of your own." >&2
+  exit 1
+fi
 assets=$(hack/build-binaries.sh)
 server_minor=$(basename "$assets" | cut -d. -f2)
 

@@ -4,6 +4,10 @@
 // once into a sample tool from the integrator's platform app (platform mode). It runs until
 // interrupted, then removes everything.
 //
+// LTIOP_DEMO_REPLICAS=N (default 1) runs N ltiops, each on its own loopback port, behind a
+// round-robin proxy on LTIOP_LISTEN that plays the Kubernetes Service, with leader election
+// on and a redis-server the demo starts as their shared replay store.
+//
 // It needs no terminal: LTIOP_LISTEN and LTIOP_API_KEY (and every other LTIOP_* setting)
 // are read from the environment, so scripts can start it and wait for /readyz.
 package main
@@ -12,16 +16,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/replay"
 )
 
 const namespace = "ltiop-system"
@@ -55,7 +57,20 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Several replicas need a shared replay store: say what is missing before starting anything.
+	replicas, err := replicaCount()
+	if err != nil {
+		return err
+	}
+	redisBin, err := redisToStart(replicas)
+	if err != nil {
+		return err
+	}
 	listen := envOr("LTIOP_LISTEN", "127.0.0.1:3000")
+	listens, err := replicaListens(listen, replicas)
+	if err != nil {
+		return err
+	}
 	apiKey := os.Getenv("LTIOP_API_KEY")
 	if apiKey == "" {
 		apiKey = randomKey()
@@ -91,6 +106,20 @@ func run() error {
 	})
 	if err != nil {
 		return err
+	}
+	storeNote := "" // where the replicas' shared replay store comes from
+	if replicas > 1 {
+		cfg.LeaderElection = true
+		storeNote = "from LTIOP_REPLAY_STORE"
+		if redisBin != "" {
+			redis, err := startRedis(ctx, redisBin)
+			if err != nil {
+				return err
+			}
+			defer redis.stop()
+			cfg.ReplayStore = redis.URL
+			storeNote = "a redis-server the demo started, stopped and removed at exit"
+		}
 	}
 
 	fmt.Fprintln(os.Stderr, "demo: starting a local control plane (kube-apiserver + etcd)...")
@@ -129,15 +158,29 @@ func run() error {
 		return err
 	}
 
+	if replicas > 1 {
+		proxy, err := startProxy(listen, listenURLs(listens))
+		if err != nil {
+			return err
+		}
+		defer proxy.Close()
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a, err := app.New(runCtx, cfg, restCfg)
+	rs, err := startReplicas(runCtx, cfg, restCfg, listens)
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Start(runCtx) }()
-	if err := waitReady(ctx, "http://"+reachable(listen)+"/readyz", done); err != nil {
+	if replicas > 1 {
+		fmt.Printf("\n%d ltiop replicas with leader election, behind a round-robin proxy on http://%s that plays the Kubernetes Service:\n",
+			replicas, reachable(listen))
+		for _, r := range rs.list {
+			fmt.Printf("replica %d: %s\n", r.n, r.url)
+		}
+		fmt.Printf("replay store: %s (%s), shared by every replica\n", replay.Redact(cfg.ReplayStore), storeNote)
+		go rs.watchLeader(runCtx)
+	}
+	if err := rs.waitReady(ctx); err != nil {
 		return err
 	}
 
@@ -175,17 +218,21 @@ func run() error {
 		return err
 	}
 	defer os.Remove(envFile)
-	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile, lms.base+"/start", plat.base+"/start")
+	topology := "" // what the banner says about several replicas
+	if replicas > 1 {
+		topology = rs.topology(reachable(listen), replay.Redact(cfg.ReplayStore), storeNote)
+	}
+	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile, lms.base+"/start", plat.base+"/start", topology)
 
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(os.Stderr, "\ndemo: interrupted, cleaning up...")
 		cancel()
-		if err := <-done; err != nil {
+		if err := rs.wait(); err != nil {
 			return err
 		}
-	case err := <-done:
-		return fmt.Errorf("ltiop stopped: %w", err)
+	case e := <-rs.done:
+		return fmt.Errorf("%s stopped: %w", rs.name(e.n), e.err)
 	}
 	return nil
 }
@@ -257,9 +304,9 @@ func writeEnvFile(path, kubeconfig, url, apiKey string) error {
 	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
-func printBanner(url, apiKey, kubeconfig, envFile, launchByHand, platformStart string) {
+func printBanner(url, apiKey, kubeconfig, envFile, launchByHand, platformStart, topology string) {
 	fmt.Printf(`
-ltiop is running (dev mode: http and loopback URLs are accepted).
+ltiop is running (dev mode: http and loopback URLs are accepted).%[7]s
 
   Launch by hand     open %[5]s in a browser (the LMS simulator launches you into a page
                      that shows the ID token)
@@ -289,29 +336,7 @@ or by hand:
   curl -s -H "Authorization: Bearer %[2]s" %[1]s/api/platforms
 
 Press Ctrl-C to stop; everything is removed.
-`, url, apiKey, kubeconfig, envFile, launchByHand, platformStart)
-}
-
-func waitReady(ctx context.Context, url string, done <-chan error) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.After(2 * time.Minute)
-	for {
-		if res, err := client.Get(url); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-done:
-			return fmt.Errorf("ltiop stopped before it was ready: %w", err)
-		case <-deadline:
-			return errors.New("ltiop was not ready after 2 minutes")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+`, url, apiKey, kubeconfig, envFile, launchByHand, platformStart, topology)
 }
 
 // reachable turns a listen address into one a client can dial (":3000" -> "127.0.0.1:3000").

@@ -76,8 +76,10 @@ var _ = Describe("Replicas sharing a Redis", func() {
 		loginReplica := rr.Last.Load()
 		action, form, ok := lmssim.ParseAutoSubmit(page)
 		Expect(ok).To(BeTrue(), page)
-		publicURL, _ := url.Parse(public + paths.Launch) // binding cookies are scoped to /lti/
-		binding := b.jar.Cookies(publicURL) // the launch clears it; an attacker would have kept it
+		// The browser-binding cookie (scoped to /lti/): the launch clears it, an attacker would
+		// have kept it.
+		publicURL, _ := url.Parse(public + paths.Launch)
+		binding := b.jar.Cookies(publicURL)
 		Expect(binding).NotTo(BeEmpty())
 		launched := b.post(action, form)
 		Expect(rr.Last.Load()).NotTo(Equal(loginReplica), "the launch reached another replica than the login")
