@@ -122,13 +122,7 @@ func newLMS(mutate ...func(*ltiv1.PlatformRegistrationSpec)) *lmsServer {
 	sim.ToolLoginURL, sim.ToolRedirectURI = publicURL+"/lti/login", publicURL+"/lti/launch"
 	srv.Config.Handler = sim.Handler()
 
-	spec := ltiv1.PlatformRegistrationSpec{
-		URL: ltiv1.EndpointURL(srv.URL), ClientID: sim.ClientID, Name: "LMS simulator",
-		AuthenticationEndpoint: ltiv1.EndpointURL(srv.URL + lmssim.AuthPath),
-		AccesstokenEndpoint:    ltiv1.EndpointURL(srv.URL + lmssim.TokenPath),
-		AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: srv.URL + lmssim.JWKSPath},
-		DevMode:                true, // the simulator speaks plain http on loopback
-	}
+	spec := simRegistration(sim, srv.URL)
 	for _, m := range mutate {
 		m(&spec)
 	}
@@ -140,6 +134,17 @@ func newLMS(mutate ...func(*ltiv1.PlatformRegistrationSpec)) *lmsServer {
 		return p != nil && p.Ready && p.Key != nil
 	}).Should(BeTrue(), "the registration becomes usable")
 	return &lmsServer{LMS: sim, URL: srv.URL, ID: reg.Name}
+}
+
+// simRegistration registers the LMS simulator sim served at base.
+func simRegistration(sim *lmssim.LMS, base string) ltiv1.PlatformRegistrationSpec {
+	return ltiv1.PlatformRegistrationSpec{
+		URL: ltiv1.EndpointURL(base), ClientID: sim.ClientID, Name: "LMS simulator",
+		AuthenticationEndpoint: ltiv1.EndpointURL(base + lmssim.AuthPath),
+		AccesstokenEndpoint:    ltiv1.EndpointURL(base + lmssim.TokenPath),
+		AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: base + lmssim.JWKSPath},
+		DevMode:                true, // the simulator speaks plain http on loopback
+	}
 }
 
 func idToken(ltik string) response {

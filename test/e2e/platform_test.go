@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -43,30 +44,13 @@ var _ = Describe("Platform mode", func() {
 		DeferCleanup(toolSrv.Close)
 
 		By("registering the tool; the controller fills in what the vendor configures")
-		reg := &ltiv1.ToolRegistration{
-			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: "quiz-tool"},
-			Spec: ltiv1.ToolRegistrationSpec{
-				Name: "Quiz tool", LoginURL: ltiv1.EndpointURL(toolSrv.URL + "/login"),
-				RedirectionURIs: []ltiv1.EndpointURL{ltiv1.EndpointURL(toolSrv.URL + "/launch")},
-				TargetLinkURI:   ltiv1.EndpointURL(toolSrv.URL + "/launch"),
-				AuthConfig:      ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: tool.PublicJWK()},
-				Scopes:          []ltiv1.Scope{ltiv1.ScopeNRPSMembership},
-			},
-		}
-		Expect(k8s.Create(ctx, reg)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue())
-		}).Should(Succeed())
+		reg := registerTool(ctx, d.Namespace, "quiz-tool", tool, toolSrv.URL)
 		Expect(reg.Status.ClientID).To(Equal(string(reg.UID)))
 		Expect(reg.Status.DeploymentID).To(Equal("1"))
 		Expect(reg.Status.Issuer).To(Equal(d.URL))
 		Expect(reg.Status.AuthorizationEndpoint).To(Equal(d.URL + paths.PlatformAuthorize))
 		Expect(reg.Status.TokenEndpoint).To(Equal(d.URL + paths.PlatformToken))
 		Expect(reg.Status.JWKSURL).To(Equal(d.URL + paths.PlatformJWKS))
-		cfg := tool.Config()
-		cfg.ClientID, cfg.DeploymentID = reg.Status.ClientID, reg.Status.DeploymentID
-		tool.SetConfig(cfg)
 
 		By("publishing the key of the service Secret")
 		secret := &corev1.Secret{}
@@ -136,3 +120,27 @@ var _ = Describe("Platform mode", func() {
 		Expect(callAt(d.Local, "POST", "/api/launches", body, bearer).errorCode()).To(Equal("TOOL_INACTIVE"))
 	})
 })
+
+// registerTool registers the toolsim tool served at base as ToolRegistration ns/name, waits
+// until the controller made it Ready, and gives the tool the client and deployment ids.
+func registerTool(ctx context.Context, ns, name string, tool *toolsim.Tool, base string) *ltiv1.ToolRegistration {
+	reg := &ltiv1.ToolRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: ltiv1.ToolRegistrationSpec{
+			Name: "Quiz tool", LoginURL: ltiv1.EndpointURL(base + "/login"),
+			RedirectionURIs: []ltiv1.EndpointURL{ltiv1.EndpointURL(base + "/launch")},
+			TargetLinkURI:   ltiv1.EndpointURL(base + "/launch"),
+			AuthConfig:      ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: tool.PublicJWK()},
+			Scopes:          []ltiv1.Scope{ltiv1.ScopeNRPSMembership},
+		},
+	}
+	ExpectWithOffset(1, k8s.Create(ctx, reg)).To(Succeed())
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue())
+	}).Should(Succeed())
+	cfg := tool.Config()
+	cfg.ClientID, cfg.DeploymentID = reg.Status.ClientID, reg.Status.DeploymentID
+	tool.SetConfig(cfg)
+	return reg
+}

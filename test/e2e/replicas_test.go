@@ -52,12 +52,7 @@ var _ = Describe("Replicas", func() {
 		sim, err := lmssim.New(lmsSrv.URL, "replicas-client", "deployment-1")
 		Expect(err).NotTo(HaveOccurred())
 		lmsSrv.Config.Handler = sim.Handler()
-		reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lms"}, Spec: ltiv1.PlatformRegistrationSpec{
-			URL: ltiv1.EndpointURL(lmsSrv.URL), ClientID: sim.ClientID, Name: "LMS simulator", DevMode: true,
-			AuthenticationEndpoint: ltiv1.EndpointURL(lmsSrv.URL + lmssim.AuthPath),
-			AccesstokenEndpoint:    ltiv1.EndpointURL(lmsSrv.URL + lmssim.TokenPath),
-			AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: lmsSrv.URL + lmssim.JWKSPath},
-		}}
+		reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lms"}, Spec: simRegistration(sim, lmsSrv.URL)}
 		Expect(k8s.Create(context.Background(), reg)).To(Succeed())
 		for _, r := range replicas {
 			Eventually(func() bool { p := r.Registry.Get(reg.Name); return p != nil && p.Ready && p.Key != nil }).Should(BeTrue())

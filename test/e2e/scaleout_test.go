@@ -9,9 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
@@ -58,12 +56,7 @@ var _ = Describe("Replicas sharing a Redis", func() {
 		Expect(err).NotTo(HaveOccurred())
 		lmsSrv.Config.Handler = sim.Handler()
 		sim.ToolLoginURL, sim.ToolRedirectURI = public+paths.Login, public+paths.Launch
-		Expect(k8s.Create(ctx, &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lms"}, Spec: ltiv1.PlatformRegistrationSpec{
-			URL: ltiv1.EndpointURL(lmsSrv.URL), ClientID: sim.ClientID, Name: "LMS simulator", DevMode: true,
-			AuthenticationEndpoint: ltiv1.EndpointURL(lmsSrv.URL + lmssim.AuthPath),
-			AccesstokenEndpoint:    ltiv1.EndpointURL(lmsSrv.URL + lmssim.TokenPath),
-			AuthConfig:             ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: lmsSrv.URL + lmssim.JWKSPath},
-		}})).To(Succeed())
+		Expect(k8s.Create(ctx, &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lms"}, Spec: simRegistration(sim, lmsSrv.URL)})).To(Succeed())
 		for _, r := range replicas {
 			Eventually(func() bool { p := r.Registry.Get("lms"); return p != nil && p.Ready && p.Key != nil }).Should(BeTrue())
 		}
@@ -99,21 +92,7 @@ var _ = Describe("Replicas sharing a Redis", func() {
 		Expect(err).NotTo(HaveOccurred())
 		toolSrv := httptest.NewServer(tool.Handler())
 		DeferCleanup(toolSrv.Close)
-		toolReg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tool"}, Spec: ltiv1.ToolRegistrationSpec{
-			Name: "Tool", LoginURL: ltiv1.EndpointURL(toolSrv.URL + "/login"), DevMode: true,
-			RedirectionURIs: []ltiv1.EndpointURL{ltiv1.EndpointURL(toolSrv.URL + "/launch")},
-			TargetLinkURI:   ltiv1.EndpointURL(toolSrv.URL + "/launch"),
-			AuthConfig:      ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: tool.PublicJWK()},
-			Scopes:          []ltiv1.Scope{ltiv1.ScopeNRPSMembership},
-		}}
-		Expect(k8s.Create(ctx, toolReg)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(toolReg), toolReg)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(toolReg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue())
-		}).Should(Succeed())
-		toolCfg := tool.Config()
-		toolCfg.ClientID, toolCfg.DeploymentID = toolReg.Status.ClientID, toolReg.Status.DeploymentID
-		tool.SetConfig(toolCfg)
+		toolReg := registerTool(ctx, ns, "tool", tool, toolSrv.URL)
 		// Every replica must know the tool before requests may land on any of them.
 		for _, r := range replicas {
 			Eventually(func() int {
