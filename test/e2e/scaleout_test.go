@@ -3,12 +3,14 @@ package e2e
 import (
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -41,7 +43,7 @@ var _ = Describe("Replicas sharing a Redis", func() {
 		for range 3 {
 			r := startReplica(ns, restCfg, func(c *config.Config) {
 				c.PublicURL, c.LeaderElection, c.ReplayStore = public, true, redis.URL
-				c.LaunchURL, c.PlatformLaunchURL = launchURL, integrator.URL+"/launch"
+				c.LaunchURL, c.PlatformLaunchURL, c.OAuthReturnURL = launchURL, integrator.URL+"/launch", oauthReturn
 			})
 			replicas, backends = append(replicas, r), append(backends, r.Local)
 		}
@@ -56,7 +58,13 @@ var _ = Describe("Replicas sharing a Redis", func() {
 		Expect(err).NotTo(HaveOccurred())
 		lmsSrv.Config.Handler = sim.Handler()
 		sim.ToolLoginURL, sim.ToolRedirectURI = public+paths.Login, public+paths.Launch
-		Expect(k8s.Create(ctx, &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lms"}, Spec: simRegistration(sim, lmsSrv.URL)})).To(Succeed())
+		sim.EnableOAuth2("api-client", "api-secret")
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lms-api-key"},
+			StringData: map[string]string{"client_id": "api-client", "client_secret": "api-secret"}})).To(Succeed())
+		lmsSpec := simRegistration(sim, lmsSrv.URL)
+		lmsSpec.OAuth2 = &ltiv1.OAuth2Client{SecretName: "lms-api-key",
+			AuthorizeURL: ltiv1.EndpointURL(lmsSrv.URL + lmssim.OAuthAuthorizePath), TokenURL: ltiv1.EndpointURL(lmsSrv.URL + lmssim.OAuthTokenPath)}
+		Expect(k8s.Create(ctx, &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lms"}, Spec: lmsSpec})).To(Succeed())
 		for _, r := range replicas {
 			Eventually(func() bool { p := r.Registry.Get("lms"); return p != nil && p.Ready && p.Key != nil }).Should(BeTrue())
 		}
@@ -111,6 +119,7 @@ var _ = Describe("Replicas sharing a Redis", func() {
 			Expect(err).NotTo(HaveOccurred())
 			return res.StatusCode, res.Header.Get("Location"), readBody(res)
 		}
+		nonceUsed := time.Now()
 		status, location, body := authorize("state-1")
 		Expect(status).To(Equal(http.StatusFound), body)
 		first := rr.Last.Load()
@@ -144,6 +153,31 @@ var _ = Describe("Replicas sharing a Redis", func() {
 		status, body = tokenWith()
 		Expect(status).To(Equal(http.StatusUnauthorized), body)
 		Expect(body).To(ContainSubstring("already used"))
+
+		By("an OAuth one-time code traded on one replica and again on another")
+		jar, _ := cookiejar.New(nil)
+		browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			if req.URL.Host == "app.test.example" {
+				return http.ErrUseLastResponse // the integrator's return page
+			}
+			return nil
+		}}
+		res, err = browser.Get(public + "/oauth/start/lms")
+		Expect(err).NotTo(HaveOccurred())
+		readBody(res)
+		returned, err := url.Parse(res.Header.Get("Location"))
+		Expect(err).NotTo(HaveOccurred())
+		code := returned.Query().Get("code")
+		Expect(code).NotTo(BeEmpty(), res.Header.Get("Location"))
+		traded := callAt(public, "POST", "/api/oauth/access-token/lms", map[string]any{"code": code}, bearer)
+		Expect(traded.Status).To(Equal(200), string(traded.Raw))
+		traded = callAt(public, "POST", "/api/oauth/access-token/lms", map[string]any{"code": code}, bearer)
+		Expect(traded.Status).To(Equal(400), "the one-time code is single use on every replica: %s", traded.Raw)
+
+		By("the platform-mode nonce, once its 30 s window has passed, on yet another replica")
+		time.Sleep(time.Until(nonceUsed.Add(31 * time.Second)))
+		status, _, body = authorize("state-3")
+		Expect(status).To(Equal(http.StatusFound), body)
 
 		By("Redis stopped: launches are refused, nothing is accepted unrecorded")
 		redis.Stop()
