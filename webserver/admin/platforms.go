@@ -431,7 +431,7 @@ func APIServerError(ctx context.Context, err error) *httpapi.Error {
 		return httpapi.Errorf(http.StatusConflict, httpapi.CodeConflict, "The platform was changed meanwhile; read it and try again.")
 	default:
 		log.FromContext(ctx).Error(err, "API server call failed")
-		return httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeUpstream, "The Kubernetes API server could not be reached; try again.")
+		return httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeAPIServerUnavailable, "The Kubernetes API server could not be reached; try again.")
 	}
 }
 

@@ -221,7 +221,7 @@ func TestCreateWhenTheAPIServerRefuses(t *testing.T) {
 	}{
 		{"invalid", invalid, 400, "INVALID_PARAMETERS", "url: "},
 		{"already exists", apierrors.NewAlreadyExists(prGroup, "x"), 409, "CONFLICT", ""},
-		{"unreachable", errAPIServerDown, 503, "UPSTREAM_ERROR", ""},
+		{"unreachable", errAPIServerDown, 503, "API_SERVER_UNAVAILABLE", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.writes.FailNext(tc.err)
@@ -404,7 +404,7 @@ func TestUpdateRefusals(t *testing.T) {
 	}{
 		{"the API server no longer has it", apierrors.NewNotFound(prGroup, id), 404, "PLATFORM_NOT_FOUND"},
 		{"changed meanwhile", apierrors.NewConflict(prGroup, id, fmt.Errorf("uid precondition")), 409, "CONFLICT"},
-		{"the API server unreachable", errAPIServerDown, 503, "UPSTREAM_ERROR"},
+		{"the API server unreachable", errAPIServerDown, 503, "API_SERVER_UNAVAILABLE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.writes.FailNext(tc.err)
@@ -442,7 +442,7 @@ func TestDelete(t *testing.T) {
 	id := h.create(canvasBody("d"))["id"].(string)
 
 	h.writes.FailNext(errAPIServerDown)
-	testhttp.WantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 503, "UPSTREAM_ERROR")
+	testhttp.WantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 503, "API_SERVER_UNAVAILABLE")
 	h.writes.FailNext(apierrors.NewNotFound(prGroup, id))
 	testhttp.WantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
 	if len(h.stored()) != 1 || h.reg.Get(id) == nil {
@@ -479,7 +479,7 @@ func TestActivateAndDeactivate(t *testing.T) {
 
 	writes := h.writes.Passed()
 	h.writes.FailNext(errAPIServerDown)
-	testhttp.WantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 503, "UPSTREAM_ERROR")
+	testhttp.WantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 503, "API_SERVER_UNAVAILABLE")
 	h.writes.FailNext(apierrors.NewConflict(prGroup, id, fmt.Errorf("uid precondition")))
 	testhttp.WantError(t, h.call("POST", "/api/platforms/"+id+"/deactivate", nil), 409, "CONFLICT")
 	if !h.get(id).Spec.IsActive() || !h.reg.Get(id).Spec.IsActive() || h.writes.Passed() != writes {

@@ -29,6 +29,9 @@ const (
 	CodeInternal             = "INTERNAL_SERVER_ERROR"
 	CodeUpstream             = "UPSTREAM_ERROR"
 	CodeUpstreamTimeout      = "UPSTREAM_TIMEOUT"
+	// CodeAPIServerUnavailable: a write could not reach the Kubernetes API server (reads are
+	// served from the cache meanwhile).
+	CodeAPIServerUnavailable = "API_SERVER_UNAVAILABLE"
 	// CodeReplayStoreUnavailable: a single use (state, nonce, code…) could not be
 	// recorded, so the request is refused rather than accepted unrecorded.
 	CodeReplayStoreUnavailable = "REPLAY_STORE_UNAVAILABLE"

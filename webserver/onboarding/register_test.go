@@ -267,7 +267,7 @@ func TestRegisterWhenTheAPIServerRefuses(t *testing.T) {
 		err    error
 		status int
 		code   string
-	}{{errAPIServerDown, 503, "UPSTREAM_ERROR"}, {invalid, 400, "INVALID_PARAMETERS"}} {
+	}{{errAPIServerDown, 503, "API_SERVER_UNAVAILABLE"}, {invalid, 400, "INVALID_PARAMETERS"}} {
 		h.writes.FailNext(tc.err)
 		res := h.open(h.start(), true)
 		desc := testhttp.WantRefusal(t, res, tc.status, tc.code)
