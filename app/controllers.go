@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,9 @@ type controllerRunner struct {
 	elect bool
 
 	leading atomic.Bool
+	// term is held while controllers run: the elector starts a term's controllers in a
+	// goroutine and does not wait for them to stop, so a new term waits here for the last.
+	term sync.Mutex
 }
 
 // controllersLeading says whether this replica runs the controllers now.
@@ -106,6 +110,9 @@ func (r *controllerRunner) Start(ctx context.Context) error {
 		}
 		elector.Run(ctx) // returns when the term ends or ctx does
 	}
+	// Wait for the last term's controllers to stop before the process may exit.
+	r.term.Lock()
+	defer r.term.Unlock()
 	return nil
 }
 
@@ -113,6 +120,11 @@ func (r *controllerRunner) Start(ctx context.Context) error {
 // while the API server is away) is replaced after a pause.
 func (r *controllerRunner) lead(term context.Context) {
 	logger := log.FromContext(term)
+	r.term.Lock()
+	defer r.term.Unlock()
+	if term.Err() != nil {
+		return // the term ended while the last one was stopping
+	}
 	r.leading.Store(true)
 	controllersLeading.Set(1)
 	defer func() { r.leading.Store(false); controllersLeading.Set(0) }()
