@@ -100,7 +100,7 @@ func (r *controllerRunner) Start(ctx context.Context) error {
 				},
 				OnStoppedLeading: func() {
 					if ctx.Err() == nil {
-						logger.Info("lost the lease: the controllers stopped, the web server keeps serving; campaigning again", "identity", id)
+						logger.Info("lost the lease: stopping the controllers; the web server keeps serving; campaigning again", "identity", id)
 					}
 				},
 			},
