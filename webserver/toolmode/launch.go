@@ -194,6 +194,14 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 // LaunchComplete serves POST /lti/launch/complete: the platform-storage check page posts
 // the value it read back; a match hands the launch to the integrator (T-PS-02).
 func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
+	// Only ltiop's storage-check page posts here. From any other site this is login CSRF:
+	// an attacker's own pending launch, posted by the victim's browser, would sign the
+	// victim in as the attacker.
+	if !t.sameOrigin(r) {
+		t.fail(w, r, httpapi.Errorf(http.StatusForbidden, CodeCrossSiteRequest,
+			"This form can only be sent by ltiop's own page; launch again from your LMS."))
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeBrowserBinding, "The request could not be read."))
 		return
@@ -266,4 +274,14 @@ func withLtik(destination, ltik string) string {
 // keyFunc is the validator's view of platform p's keys.
 func (t *Tool) keyFunc(p *registry.Platform) lti.KeyFunc {
 	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) { return t.keys.PlatformKey(ctx, p, kid) }
+}
+
+// sameOrigin reports whether r was sent by a page of ltiop's own origin. Every current
+// browser says so in Sec-Fetch-Site; where that header is absent, Origin must be the public
+// origin. A request with neither is refused: only browsers post to these endpoints.
+func (t *Tool) sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin"
+	}
+	return r.Header.Get("Origin") == t.origin
 }

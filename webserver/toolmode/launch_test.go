@@ -348,6 +348,44 @@ func (rg *rig) storageLaunch(t *testing.T) (value, pending string) {
 
 // T-PS-02: without the cookie, the launch waits until the page proves the browser holds
 // the login's value in platform storage; the proof is single-use and short-lived.
+// Login CSRF through the platform-storage hand-over: an attacker runs a launch in their own
+// browser, stops at the storage-check page, and has the victim's browser post that pending
+// launch from the attacker's site. It is refused, whatever the attacker knows, and uses
+// nothing up; ltiop's own page (same origin) still completes it.
+func TestLaunchCompleteRefusesCrossSitePosts(t *testing.T) {
+	rg := newRig(t)
+	value, pending := rg.storageLaunch(t) // everything the attacker's own launch gives them
+	form := url.Values{"pending": {pending}, "value": {value}}.Encode()
+	post := func(headers map[string]string) testhttp.Reply {
+		req, err := http.NewRequest("POST", rg.ltiop.URL+paths.LaunchComplete, strings.NewReader(form))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		return testhttp.Do(t, browser(), req)
+	}
+	for name, headers := range map[string]map[string]string{
+		"from another site":                  {"Sec-Fetch-Site": "cross-site", "Origin": "https://attacker.example"},
+		"from a sibling subdomain":           {"Sec-Fetch-Site": "same-site", "Origin": "https://evil." + rg.ltiop.Listener.Addr().String()},
+		"typed or bookmarked":                {"Sec-Fetch-Site": "none"},
+		"claiming ltiop's Origin cross-site": {"Sec-Fetch-Site": "cross-site", "Origin": rg.ltiop.URL},
+		"old browser, foreign Origin":        {"Origin": "https://attacker.example"},
+		"old browser, opaque Origin":         {"Origin": "null"},
+		"neither header":                     {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			testhttp.WantRefusal(t, post(headers), http.StatusForbidden, toolmode.CodeCrossSiteRequest)
+		})
+	}
+	// Nothing was used up: ltiop's own page, in a browser without Sec-Fetch-Site, completes it.
+	if done := post(map[string]string{"Origin": rg.ltiop.URL}); done.Status != http.StatusSeeOther {
+		t.Fatalf("ltiop's own page: %d %s", done.Status, done.Body)
+	}
+}
+
 func TestLaunchCompleteWithPlatformStorage(t *testing.T) {
 	rg := newRig(t)
 	value, pending := rg.storageLaunch(t)
@@ -364,6 +402,7 @@ func TestLaunchCompleteWithPlatformStorage(t *testing.T) {
 	testhttp.WantRefusal(t, complete(url.Values{"value": {value}}), 401, toolmode.CodeInvalidState)
 	req, _ := http.NewRequest("POST", rg.ltiop.URL+paths.LaunchComplete, strings.NewReader("pending=%zz"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	req.Header.Set("Accept", "application/json")
 	res, err := browser().Do(req)
 	testhttp.WantRefusal(t, testhttp.Read(t, res, err), 400, toolmode.CodeBrowserBinding)

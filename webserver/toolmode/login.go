@@ -30,6 +30,8 @@ const (
 	CodeBrowserBinding      = "BROWSER_BINDING_FAILED"
 	CodePlatformError       = "PLATFORM_ERROR"
 	CodeLaunchNotConfigured = "LAUNCH_URL_NOT_CONFIGURED"
+	// CodeCrossSiteRequest: a form only ltiop's own pages post came from another site.
+	CodeCrossSiteRequest = "CROSS_SITE_REQUEST"
 )
 
 // loginState is sealed into the OIDC state parameter: everything the launch must check

@@ -282,6 +282,9 @@ func (rg *rig) postForm(t testing.TB, client *http.Client, path string, form url
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if path == paths.LaunchComplete {
+		req.Header.Set("Sec-Fetch-Site", "same-origin") // as ltiop's storage-check page sends it
+	}
 	if jsonErrors {
 		req.Header.Set("Accept", "application/json")
 	}

@@ -49,6 +49,7 @@ type DeploymentRecorder interface {
 type Tool struct {
 	opts      Options
 	publicURL *url.URL
+	origin    string // scheme://host of publicURL, as browsers send it in Origin
 	registry  *registry.Registry
 	keys      *registry.PeerKeys
 	keyring   *sessions.Keyring
@@ -75,7 +76,7 @@ func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring 
 			formAction = append(formAction, d.Scheme+"://"+d.Host)
 		}
 	}
-	return &Tool{opts: opts, publicURL: u, registry: reg, keys: keys, keyring: keyring,
+	return &Tool{opts: opts, publicURL: u, origin: u.Scheme + "://" + u.Host, registry: reg, keys: keys, keyring: keyring,
 		replay: replays, apiKey: apiKey, services: services, ltiks: newLtikCache(), now: time.Now, formAction: strings.Join(formAction, " ")}, nil
 }
 
