@@ -315,6 +315,7 @@ func parseEnvelope(env []byte, purpose string) (o Opened, ok bool) {
 type Opened struct {
 	Payload  []byte
 	ID       string // the token id (jti): feed it to a replay.Store with Expires
+	KeyID    string // the sealing key that opened it: a cache of opened tokens checks Holds
 	IssuedAt time.Time
 	Expires  time.Time
 }
@@ -371,7 +372,16 @@ func (k *Keyring) OpenToken(purpose string, token string, now time.Time) (Opened
 	if !now.Before(o.Expires) {
 		return Opened{}, ErrExpired
 	}
+	o.KeyID = kid
 	return o, nil
+}
+
+// Holds reports whether the keyring still holds the key kid: a token sealed with a key
+// since retired (or dropped from the Secret to revoke its tokens) no longer opens, and
+// nothing opened with it may be served from a cache either.
+func (k *Keyring) Holds(kid string) bool {
+	_, ok := k.ring.Load().Lookup(kid)
+	return ok
 }
 
 // compactShape reports whether token is shaped like a compact JWE of ours: five parts of

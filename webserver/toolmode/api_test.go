@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/toolmode"
@@ -130,6 +131,29 @@ func TestRequireLtikRefusals(t *testing.T) {
 		toolmode.ForgetOpenedLtiks(rg.tool)
 		testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
 	})
+}
+
+// Revocation means revocation: once the sealing key that sealed an ltik is retired (or
+// dropped from the service Secret to revoke its tokens), the ltik is refused at once, even
+// though this replica opened and cached it before.
+func TestRetiredSealingKeyRevokesCachedLtiks(t *testing.T) {
+	rg := newRig(t)
+	ltik := rg.launchWith(t, nil)
+	if res := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil); res.Status != 200 {
+		t.Fatalf("before: %d %s", res.Status, res.Body) // this call caches the opened ltik
+	}
+	successor, err := keyring.Sealing.NewKey(time.Now().Add(-time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rg.ring.Replace([]keyring.SealingKey{successor}); err != nil {
+		t.Fatal(err)
+	}
+	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth)
+	// A new launch, sealed with the successor, works.
+	if res := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(rg.launchWith(t, nil)), nil); res.Status != 200 {
+		t.Fatalf("a new launch: %d %s", res.Status, res.Body)
+	}
 }
 
 // An ltik outlives nothing about its registration: deactivated, re-created, keyless or

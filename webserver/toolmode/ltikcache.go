@@ -26,6 +26,7 @@ type cachedLaunch struct {
 	launch  *Launch
 	claims  *lti.Claims
 	expires time.Time
+	keyID   string // the sealing key that opened the ltik
 }
 
 func newLtikCache() *ltikCache {
@@ -33,18 +34,21 @@ func newLtikCache() *ltikCache {
 		order: make([][sha256.Size]byte, 0, ltikCacheSize)}
 }
 
-func (c *ltikCache) get(ltik string, now time.Time) (*Launch, *lti.Claims, bool) {
+// get returns the launch of ltik if it was opened before, has not expired at now, and the
+// key that opened it is still held (holds): retiring or removing a sealing key revokes its
+// ltiks at once, cached or not.
+func (c *ltikCache) get(ltik string, now time.Time, holds func(kid string) bool) (*Launch, *lti.Claims, bool) {
 	k := sha256.Sum256([]byte(ltik))
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e, ok := c.entries[k]
-	if !ok || !now.Before(e.expires) {
+	c.mu.Unlock()
+	if !ok || !now.Before(e.expires) || !holds(e.keyID) {
 		return nil, nil, false
 	}
 	return e.launch, e.claims, true
 }
 
-func (c *ltikCache) put(ltik string, l *Launch, claims *lti.Claims, expires time.Time) {
+func (c *ltikCache) put(ltik string, l *Launch, claims *lti.Claims, expires time.Time, keyID string) {
 	k := sha256.Sum256([]byte(ltik))
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -58,5 +62,5 @@ func (c *ltikCache) put(ltik string, l *Launch, claims *lti.Claims, expires time
 		c.order[c.next] = k
 		c.next = (c.next + 1) % ltikCacheSize
 	}
-	c.entries[k] = cachedLaunch{launch: l, claims: claims, expires: expires}
+	c.entries[k] = cachedLaunch{launch: l, claims: claims, expires: expires, keyID: keyID}
 }

@@ -45,6 +45,7 @@ type rig struct {
 	reg    *registry.Registry
 	pr     *ltiv1.PlatformRegistration // the registration as last applied to reg
 	keyPEM []byte                      // the tool's key, PEM-encoded, as its Secret holds it
+	ring   *sessions.Keyring           // the sealing keyring, as the service Secret would feed it
 	clock  *clock
 	server atomic.Int64 // nanoseconds spent inside the handlers
 
@@ -150,6 +151,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	if err != nil {
 		b.Fatal(err)
 	}
+	rg.ring = ring
 	apiKey := httpapi.NewAPIKey("s", "k")
 	if cfg.apiKey != "" {
 		apiKey.Set(cfg.apiKey)

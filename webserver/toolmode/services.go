@@ -122,7 +122,7 @@ func (t *Tool) openLtik(header string) (*grant, *httpapi.Error) {
 		return nil, err
 	}
 	now := t.now()
-	if launch, claims, ok := t.ltiks.get(ltik, now); ok {
+	if launch, claims, ok := t.ltiks.get(ltik, now, t.keyring.Holds); ok {
 		return grantFromClaims(launch.PlatformUID, launch, claims), nil
 	}
 	opened, err := t.keyring.OpenToken(sessions.PurposeLTIK, ltik, now)
@@ -137,7 +137,7 @@ func (t *Tool) openLtik(header string) (*grant, *httpapi.Error) {
 	if err != nil {
 		return nil, invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired.")
 	}
-	t.ltiks.put(ltik, launch, claims, opened.Expires)
+	t.ltiks.put(ltik, launch, claims, opened.Expires, opened.KeyID)
 	return grantFromClaims(launch.PlatformUID, launch, claims), nil
 }
 
