@@ -129,7 +129,11 @@ func (t *Tool) onLineItem(w http.ResponseWriter, r *http.Request, status int, pr
 // respond calls the platform with the launch's credentials and writes the answer: the
 // result as JSON, nothing for 204, or the upstream failure in the envelope.
 func (t *Tool) respond(w http.ResponseWriter, r *http.Request, status int, call func(context.Context, advantage.Credentials) (any, error)) {
-	cred, _ := t.credentials(grantFrom(r.Context()))
+	cred, _, herr := t.credentials(grantFrom(r.Context()))
+	if herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
 	out, err := call(r.Context(), cred)
 	switch {
 	case err != nil:

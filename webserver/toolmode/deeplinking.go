@@ -65,7 +65,10 @@ func (t *Tool) deepLinkingResponse(r *http.Request) (string, string, *httpapi.Er
 	if err != nil {
 		return "", "", httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, err.Error()+".")
 	}
-	_, p := t.credentials(g)
+	_, p, herr := t.credentials(g)
+	if herr != nil {
+		return "", "", herr
+	}
 	jwt, target, err := lti.DeepLinkingResponse(lti.DeepLinkingResponseParams{
 		Request: g.claims, ClientID: p.Spec.ClientID, KID: p.Key.KID, Key: p.Key.Private,
 		Items: items, Options: options, Now: t.now(),

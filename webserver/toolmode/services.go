@@ -95,10 +95,8 @@ func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handle
 			httpapi.WriteError(w, herr)
 			return
 		}
-		p := t.registry.Get(g.PlatformID)
-		if p == nil || string(p.UID) != g.PlatformUID || !p.Spec.IsActive() || p.Key == nil {
-			httpapi.WriteError(w, httpapi.Errorf(http.StatusUnauthorized, CodeUnregistered,
-				"The platform of this launch is no longer registered or is inactive."))
+		if _, herr := t.platformOf(g); herr != nil {
+			httpapi.WriteError(w, herr)
 			return
 		}
 		ctx := context.WithValue(r.Context(), grantKey{}, g)
@@ -173,9 +171,14 @@ func (t *Tool) serviceKey(g *grant) (string, error) {
 	return t.keyring.Seal(sessions.PurposeServiceKey, b, serviceKeyTTL)
 }
 
-// credentials are the tool's client credentials toward the grant's platform.
-func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform) {
-	p := t.registry.Get(g.PlatformID)
+// credentials are the tool's client credentials toward the grant's platform. The
+// registration is read again: one deleted, replaced or deactivated since the request was
+// admitted answers 401, as it would have at admission.
+func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform, *httpapi.Error) {
+	p, herr := t.platformOf(g)
+	if herr != nil {
+		return advantage.Credentials{}, nil, herr
+	}
 	var urls []string
 	for _, u := range []string{g.LineItemsURL, g.LineItemURL, g.MembershipsURL} {
 		if u != "" {
@@ -194,7 +197,18 @@ func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform)
 		// the launch's service hosts: the token goes nowhere else.
 		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != ""),
 		ServiceURLs:  urls,
-	}, p
+	}, p, nil
+}
+
+// platformOf is the grant's registration, while it is the one the launch came from, active
+// and keyed; otherwise the launch is refused with 401.
+func (t *Tool) platformOf(g *grant) (*registry.Platform, *httpapi.Error) {
+	p := t.registry.Get(g.PlatformID)
+	if p == nil || string(p.UID) != g.PlatformUID || !p.Spec.IsActive() || p.Key == nil {
+		return nil, httpapi.Errorf(http.StatusUnauthorized, CodeUnregistered,
+			"The platform of this launch is no longer registered or is inactive.")
+	}
+	return p, nil
 }
 
 func notAvailable(description string) *httpapi.Error {

@@ -266,3 +266,23 @@ func TestServicesWhenThePlatformFails(t *testing.T) {
 		}
 	})
 }
+
+// A registration deleted while a service call is under way (between the admission of the
+// ltik and the call to the LMS) is a clean 401, not a recovered panic.
+func TestRegistrationDeletedMidRequest(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.services = true })
+	ltik := rg.launchWith(t, nil)
+	// The informer delivers the deletion after the guard admitted the request.
+	h := rg.tool.RequireService(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rg.reg.Forget(rg.pr.DeepCopy())
+		rg.tool.Memberships(w, r)
+	}))
+	req := httptest.NewRequest("GET", "/api/memberships", nil)
+	for k, v := range ltikAuth(ltik) {
+		req.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	res := testhttp.Reply{Status: w.Code, Header: w.Header(), Body: w.Body.String()}
+	testhttp.WantError(t, res, http.StatusUnauthorized, toolmode.CodeUnregistered)
+}
