@@ -225,6 +225,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
+		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration,
 	}, reg, registry.NewPeerKeys(nil), keyring, replays, apiKey, advantage.NewClient(nil))
 	if err != nil {
 		return nil, err

@@ -58,6 +58,9 @@ type Config struct {
 	ServiceSecret string `json:"serviceSecret"`
 	// ShutdownTimeout bounds the graceful shutdown of the web server.
 	ShutdownTimeout Duration `json:"shutdownTimeout"`
+	// ServiceKeyLifetime is how long a service key (SERVICE-AUTH-V1) opens after the launch
+	// that made it; a newer launch in the course gives a newer key.
+	ServiceKeyLifetime Duration `json:"serviceKeyLifetime"`
 	// ShutdownDelay is how long, on SIGTERM, /readyz answers 503 while the web server still
 	// serves, so load balancers stop sending requests before the listener closes.
 	ShutdownDelay Duration `json:"shutdownDelay"`
@@ -133,6 +136,7 @@ func Default() Config {
 		CanvasPrivacyLevel: "public",
 		ShutdownTimeout:    Duration{15 * time.Second},
 		ShutdownDelay:      Duration{5 * time.Second},
+		ServiceKeyLifetime: Duration{90 * 24 * time.Hour},
 		ReplayStore:        "memory",
 		ReplayStoreTimeout: Duration{100 * time.Millisecond},
 	}
@@ -174,6 +178,7 @@ var settings = []setting{
 	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
 	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
+	{"service-key-lifetime", "LTIOP_SERVICE_KEY_LIFETIME", "how long a service key opens after its launch", func(c *Config) flag.Value { return (*durationValue)(&c.ServiceKeyLifetime.Duration) }},
 	{"shutdown-delay", "LTIOP_SHUTDOWN_DELAY", "on SIGTERM, how long /readyz fails before the listener closes", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownDelay.Duration) }},
 	{"replay-store", "LTIOP_REPLAY_STORE", "where single uses are recorded: memory (one replica) or redis://host:6379/0, rediss:// for TLS (several replicas)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStore) }},
 	{"replay-store-password-file", "LTIOP_REPLAY_STORE_PASSWORD_FILE", "file holding the Redis password (or set LTIOP_REPLAY_STORE_PASSWORD)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStorePasswordFile) }},
@@ -331,6 +336,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownDelay.Duration < 0 {
 		add("shutdownDelay: must not be negative")
+	}
+	if c.ServiceKeyLifetime.Duration < 24*time.Hour {
+		add("serviceKeyLifetime: must be at least 24h (an ltik lasts 24h; a service key must outlive it)")
 	}
 	c.validateReplayStore(add)
 	if len(errs) > 0 {

@@ -72,9 +72,10 @@ func TestLoadDefaults(t *testing.T) {
 		ClockSkew:       config.Duration{Duration: time.Minute},
 		ServiceSecret:   "ltiop-service",
 		ToolName:        "ltiop", CanvasPrivacyLevel: "public",
-		ShutdownTimeout: config.Duration{Duration: 15 * time.Second},
-		ShutdownDelay:   config.Duration{Duration: 5 * time.Second},
-		ReplayStore:     "memory", ReplayStoreTimeout: config.Duration{Duration: 100 * time.Millisecond},
+		ShutdownTimeout:    config.Duration{Duration: 15 * time.Second},
+		ShutdownDelay:      config.Duration{Duration: 5 * time.Second},
+		ServiceKeyLifetime: config.Duration{Duration: 90 * 24 * time.Hour},
+		ReplayStore:        "memory", ReplayStoreTimeout: config.Duration{Duration: 100 * time.Millisecond},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
@@ -143,6 +144,7 @@ maxBodyBytes: 2048
 keyWait: 3s
 shutdownTimeout: 20s
 shutdownDelay: 2s
+serviceKeyLifetime: 720h
 kubeconfig: /file/kubeconfig
 replayStore: redis://redis.ltiop.svc:6379/0
 replayStorePasswordFile: /etc/ltiop/redis/password
@@ -168,10 +170,11 @@ replayStoreTimeout: 150ms
 					ClockSkew:     config.Duration{Duration: time.Minute},
 					ServiceSecret: "ltiop-service",
 					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
-					ShutdownTimeout: config.Duration{Duration: 20 * time.Second},
-					ShutdownDelay:   config.Duration{Duration: 2 * time.Second},
-					Kubeconfig:      "/file/kubeconfig",
-					ReplayStore:     "redis://redis.ltiop.svc:6379/0", ReplayStorePasswordFile: "/etc/ltiop/redis/password",
+					ShutdownTimeout:    config.Duration{Duration: 20 * time.Second},
+					ShutdownDelay:      config.Duration{Duration: 2 * time.Second},
+					ServiceKeyLifetime: config.Duration{Duration: 720 * time.Hour},
+					Kubeconfig:         "/file/kubeconfig",
+					ReplayStore:        "redis://redis.ltiop.svc:6379/0", ReplayStorePasswordFile: "/etc/ltiop/redis/password",
 					ReplayStoreKeyPrefix: "ltiop:prod:", ReplayStoreTimeout: config.Duration{Duration: 150 * time.Millisecond},
 				}
 				if !reflect.DeepEqual(*c, want) {
@@ -201,10 +204,11 @@ replayStoreTimeout: 150ms
 					ClockSkew:     config.Duration{Duration: time.Minute},
 					ServiceSecret: "ltiop-service",
 					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
-					ShutdownTimeout: config.Duration{Duration: time.Minute},
-					ShutdownDelay:   config.Duration{Duration: 3 * time.Second},
-					Kubeconfig:      "/env/kubeconfig",
-					ReplayStore:     "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
+					ShutdownTimeout:    config.Duration{Duration: time.Minute},
+					ShutdownDelay:      config.Duration{Duration: 3 * time.Second},
+					ServiceKeyLifetime: config.Duration{Duration: 90 * 24 * time.Hour},
+					Kubeconfig:         "/env/kubeconfig",
+					ReplayStore:        "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
 					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond},
 				}
 				if !reflect.DeepEqual(*c, want) {
@@ -220,7 +224,7 @@ replayStoreTimeout: 150ms
 				"--api-key-secret", "flag-secret", "--api-key-secret-key", "flagKey",
 				"--launch-url", "https://app.example.com/l", "--deep-linking-url", "https://app.example.com/d",
 				"--dev-mode", "--leader-elect", "--max-body-bytes", "8192",
-				"--key-wait", "5s", "--shutdown-timeout", "30s", "--shutdown-delay", "0s", "--kubeconfig", "/flag/kubeconfig",
+				"--key-wait", "5s", "--shutdown-timeout", "30s", "--shutdown-delay", "0s", "--service-key-lifetime", "48h", "--kubeconfig", "/flag/kubeconfig",
 				"--replay-store", "redis://10.0.0.7:6379/2", "--replay-store-password-file", "/flag/password",
 				"--replay-store-key-prefix", "flag:", "--replay-store-timeout", "80ms",
 			},
@@ -235,9 +239,10 @@ replayStoreTimeout: 150ms
 					ClockSkew:     config.Duration{Duration: time.Minute},
 					ServiceSecret: "ltiop-service",
 					ToolName:      "ltiop", CanvasPrivacyLevel: "public",
-					ShutdownTimeout: config.Duration{Duration: 30 * time.Second},
-					Kubeconfig:      "/flag/kubeconfig",
-					ReplayStore:     "redis://10.0.0.7:6379/2", ReplayStorePasswordFile: "/flag/password",
+					ShutdownTimeout:    config.Duration{Duration: 30 * time.Second},
+					ServiceKeyLifetime: config.Duration{Duration: 48 * time.Hour},
+					Kubeconfig:         "/flag/kubeconfig",
+					ReplayStore:        "redis://10.0.0.7:6379/2", ReplayStorePasswordFile: "/flag/password",
 					ReplayStoreKeyPrefix: "flag:", ReplayStoreTimeout: config.Duration{Duration: 80 * time.Millisecond},
 				}
 				if !reflect.DeepEqual(*c, want) {
@@ -347,6 +352,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "keyWait over a minute", env: base().with("LTIOP_KEY_WAIT", "61s"), want: []string{"keyWait: must be between 0 and 1m"}},
 		{name: "keyWait negative", args: []string{"--key-wait=-1s"}, env: base(), want: []string{"keyWait"}},
 		{name: "shutdownTimeout zero", env: base().with("LTIOP_SHUTDOWN_TIMEOUT", "0s"), want: []string{"shutdownTimeout: must be positive"}},
+		{name: "serviceKeyLifetime shorter than an ltik", env: base().with("LTIOP_SERVICE_KEY_LIFETIME", "1h"), want: []string{"serviceKeyLifetime: must be at least 24h"}},
 		{name: "shutdownDelay negative", env: base().with("LTIOP_SHUTDOWN_DELAY", "-1s"), want: []string{"shutdownDelay: must not be negative"}},
 		{name: "relative launchUrl", env: base().with("LTIOP_LAUNCH_URL", "/launch"), want: []string{"launchUrl", "absolute https URL"}},
 		{name: "http deepLinkingUrl without dev mode", env: base().with("LTIOP_DEEP_LINKING_URL", "http://app.example.com/deep"), want: []string{"deepLinkingUrl", "must use https"}},

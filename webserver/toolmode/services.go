@@ -21,9 +21,9 @@ const (
 	CodeServiceNotAvailable = "SERVICE_NOT_AVAILABLE_FOR_CONTEXT"
 )
 
-// serviceKeyTTL: a service key has no expiry of its own; it opens while the sealing key
-// that made it is kept (keys retire after rotation).
-const serviceKeyTTL = 10 * 365 * 24 * time.Hour
+// defaultServiceKeyLifetime bounds a service key: a captured key must not open the LMS's
+// rosters and grades for years. Each launch in a course gives a fresh one.
+const defaultServiceKeyLifetime = 90 * 24 * time.Hour
 
 // grant is what the services of one launch may reach: sealed as the serviceKey, or
 // derived from an ltik's claims. It binds the registration, deployment and context.
@@ -168,7 +168,11 @@ func (t *Tool) serviceKey(g *grant) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return t.keyring.Seal(sessions.PurposeServiceKey, b, serviceKeyTTL)
+	lifetime := t.opts.ServiceKeyLifetime
+	if lifetime <= 0 {
+		lifetime = defaultServiceKeyLifetime
+	}
+	return t.keyring.Seal(sessions.PurposeServiceKey, b, lifetime)
 }
 
 // credentials are the tool's client credentials toward the grant's platform. The

@@ -286,3 +286,15 @@ func TestRegistrationDeletedMidRequest(t *testing.T) {
 	res := testhttp.Reply{Status: w.Code, Header: w.Header(), Body: w.Body.String()}
 	testhttp.WantError(t, res, http.StatusUnauthorized, toolmode.CodeUnregistered)
 }
+
+// A service key opens for its configured lifetime after the launch that made it, then is
+// refused: a captured key does not reach rosters and grades for years.
+func TestServiceKeyExpires(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.services = true; c.opts.ServiceKeyLifetime = 48 * time.Hour })
+	key := rg.serviceKeyOf(t, rg.launchWith(t, nil))
+	if res := rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil); res.Status != http.StatusOK {
+		t.Fatalf("a fresh service key: %d %s", res.Status, res.Body)
+	}
+	rg.clock.Advance(48*time.Hour + time.Second)
+	testhttp.WantError(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), http.StatusUnauthorized, toolmode.CodeInvalidServiceAuth)
+}

@@ -34,6 +34,9 @@ type Options struct {
 	DevMode bool
 	// ClockSkew is the leeway on exp and iat.
 	ClockSkew time.Duration
+	// ServiceKeyLifetime is how long a service key opens after the launch that made it
+	// (zero: 90 days).
+	ServiceKeyLifetime time.Duration
 	// Deployments, when set, is told the deployment of every successful launch, so
 	// deployments a registration did not name are recorded.
 	Deployments DeploymentRecorder
