@@ -252,6 +252,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		webserver.ReadinessCheck{Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},
 		webserver.ReadinessCheck{Ready: platformKey.Ready, Waiting: "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."},
 		webserver.ReadinessCheck{Ready: tools.HasSynced, Waiting: "Tool registrations are still loading."},
+		webserver.ReadinessCheck{Ready: apiKey.Usable, Waiting: apiKey.Waiting()},
 	)
 	if err := mgr.Add(srv); err != nil {
 		return nil, err

@@ -364,6 +364,7 @@ var _ = Describe("Platforms API", func() {
 	})
 
 	It("shows registrations made with kubectl and follows the API key Secret when it rotates", func() {
+		const rotatedKey = "rotated-key-0123456789-abcdefghijklmnop"
 		reg := &ltiv1.PlatformRegistration{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "made-with-kubectl"},
 			Spec: ltiv1.PlatformRegistrationSpec{
@@ -380,7 +381,7 @@ var _ = Describe("Platforms API", func() {
 
 		secret := &corev1.Secret{}
 		Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "ltiop-api-key"}, secret)).To(Succeed())
-		secret.Data["apiKey"] = []byte("rotated-key")
+		secret.Data["apiKey"] = []byte(rotatedKey)
 		Expect(k8s.Update(context.Background(), secret)).To(Succeed())
 		DeferCleanup(func() {
 			secret.Data["apiKey"] = []byte(apiKey)
@@ -388,7 +389,7 @@ var _ = Describe("Platforms API", func() {
 			Eventually(func() int { return call("GET", "/api/platforms", nil, bearer).Status }).Should(Equal(200))
 		})
 		Eventually(func() int {
-			return call("GET", "/api/platforms", nil, map[string]string{"Authorization": "Bearer rotated-key"}).Status
+			return call("GET", "/api/platforms", nil, map[string]string{"Authorization": "Bearer " + rotatedKey}).Status
 		}).Should(Equal(200))
 		Expect(call("GET", "/api/platforms", nil, bearer).errorCode()).To(Equal("INVALID_API_KEY"))
 	})

@@ -23,7 +23,7 @@ import (
 
 const (
 	namespace = "ltiop-e2e"
-	apiKey    = "test-api-key-0123456789"
+	apiKey    = "test-api-key-0123456789-abcdefghijklmn"
 	publicURL = "https://lti.test.example"
 )
 

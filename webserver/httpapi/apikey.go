@@ -12,13 +12,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+// MinAPIKeyLength is the shortest API key accepted: the key is all that guards the
+// integrator API, so it must not be guessable.
+const MinAPIKeyLength = 32
 
 // APIKey holds the integrator's API key, read from a Secret and kept current by an
 // informer, so rotating the Secret takes effect without a restart.
 type APIKey struct {
 	secretName, dataKey string
 	digest              atomic.Pointer[[sha256.Size]byte] // nil when no key is configured
+	tooShort            atomic.Bool                       // the Secret holds a key shorter than MinAPIKeyLength
 }
 
 // NewAPIKey returns an APIKey read from data key dataKey of Secret secretName.
@@ -38,6 +44,7 @@ func (k *APIKey) Attach(ctx context.Context, c cache.Cache) error {
 		DeleteFunc: func(obj any) {
 			if s, ok := obj.(*corev1.Secret); !ok || s.Name == k.secretName {
 				k.digest.Store(nil)
+				k.tooShort.Store(false)
 			}
 		},
 	})
@@ -50,12 +57,26 @@ func (k *APIKey) update(obj any) {
 		return
 	}
 	key := strings.TrimSpace(string(s.Data[k.dataKey]))
-	if key == "" {
+	k.tooShort.Store(key != "" && len(key) < MinAPIKeyLength)
+	if key == "" || len(key) < MinAPIKeyLength {
+		if key != "" {
+			log.Log.WithName("apikey").Info("ignoring the API key: it is shorter than the minimum; the integrator API stays closed and /readyz fails until the Secret holds a longer one",
+				"secret", k.secretName, "key", k.dataKey, "minLength", MinAPIKeyLength)
+		}
 		k.digest.Store(nil)
 		return
 	}
 	d := sha256.Sum256([]byte(key))
 	k.digest.Store(&d)
+}
+
+// Usable is false while the Secret holds a key too short to accept (readiness waits for a
+// usable one). A missing key is usable in this sense: the LTI endpoints work without one.
+func (k *APIKey) Usable() bool { return !k.tooShort.Load() }
+
+// Waiting says what readiness waits for when the key is not usable.
+func (k *APIKey) Waiting() string {
+	return fmt.Sprintf("The API key in Secret %s (%q) is shorter than %d characters.", k.secretName, k.dataKey, MinAPIKeyLength)
 }
 
 // Set sets the key directly (tests and embedded use).
