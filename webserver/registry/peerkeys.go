@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,6 +31,18 @@ const (
 	maxKeySetBytes  = 1 << 20
 	fetchTimeout    = 5 * time.Second
 	maxKeySets      = 10000
+	// A failed fetch is remembered for failureTTL plus up to failureJitter, so a platform
+	// that is down costs one fetch per set and replica every 10–30 s, not one per launch,
+	// and replicas do not retry in lockstep.
+	failureTTL    = 10 * time.Second
+	failureJitter = 20 * time.Second
+	// The last good keys of a set outlive its max-age by this much while refetches fail:
+	// a platform's short outage must not stop its launches, a long one must not keep a key
+	// it may have withdrawn in use forever.
+	defaultStaleIfError = time.Hour
+	// Lookups waiting on one set's fetch beyond this answer the outage at once, so a
+	// stuck platform cannot pile up the replica's goroutines.
+	maxKeySetWaiters = 64
 )
 
 // PeerKeys resolves the RSA public keys of the parties ltiop verifies: platforms (their
@@ -37,8 +50,9 @@ const (
 // in platform mode). Key sets (JWK_SET) are fetched and cached; JWK_KEY and RSA_KEY keys
 // are parsed once per registration change.
 type PeerKeys struct {
-	client *http.Client
-	now    func() time.Time
+	client       *http.Client
+	now          func() time.Time
+	staleIfError time.Duration
 
 	mu   sync.Mutex
 	sets map[string]*keySet // by key set URL
@@ -49,14 +63,32 @@ func NewPeerKeys(client *http.Client) *PeerKeys {
 	if client == nil {
 		client = &http.Client{Timeout: fetchTimeout}
 	}
-	return &PeerKeys{client: client, now: time.Now, sets: map[string]*keySet{}}
+	return &PeerKeys{client: client, now: time.Now, staleIfError: defaultStaleIfError, sets: map[string]*keySet{}}
+}
+
+// WithClock makes pk read the time from now (tests, simulations) and returns pk; call it
+// before pk is used.
+func (pk *PeerKeys) WithClock(now func() time.Time) *PeerKeys {
+	pk.now = now
+	return pk
 }
 
 type keySet struct {
-	mu        sync.Mutex // one fetch at a time per key set (single flight)
-	keys      map[string]*rsa.PublicKey
-	expires   time.Time
-	lastFetch time.Time
+	mu          sync.Mutex // guards the fields; never held during a fetch
+	keys        map[string]*rsa.PublicKey
+	fetched     time.Time // of keys, for the stale-if-error bound
+	expires     time.Time
+	lastFetch   time.Time // last attempt, for the unknown-kid rate limit (T-JWKS-02)
+	failedUntil time.Time // a failed fetch is remembered until then
+	lastErr     error
+	flight      *fetchCall // the fetch in progress (single flight), nil if none
+	waiters     int
+}
+
+// fetchCall is one fetch of a key set; done is closed once its result is in the keySet.
+type fetchCall struct {
+	done chan struct{}
+	err  error
 }
 
 // PlatformKey returns the key of platform p with the given kid, as an lti.KeyFunc does:
@@ -99,21 +131,52 @@ func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKe
 	pk.mu.Unlock()
 
 	set.mu.Lock()
-	defer set.mu.Unlock()
 	now := pk.now()
 	key, found := set.keys[kid]
 	fresh := now.Before(set.expires)
 	switch {
 	case found && fresh:
+		set.mu.Unlock()
 		return key, nil
+	case now.Before(set.failedUntil):
+		// The last fetch failed a moment ago: answer from what is known, without fetching.
+		key, err := pk.stale(set, kid, now, set.lastErr)
+		set.mu.Unlock()
+		return key, err
 	case fresh && now.Sub(set.lastFetch) < refetchInterval:
+		set.mu.Unlock()
 		return nil, lti.ErrUnknownKey // refetched a moment ago: the kid really is unknown
 	}
-	if err := pk.fetch(ctx, url, set, now); err != nil {
-		if found {
-			return key, nil // the platform is down but this key was good: keep launches working
-		}
-		return nil, err
+	call := set.flight
+	if call == nil {
+		call = &fetchCall{done: make(chan struct{})}
+		set.flight = call
+		set.lastFetch = now
+		// Detached from the caller: its leaving must not cancel the fetch the others
+		// wait on; fetch bounds it with its own timeout.
+		go pk.runFetch(context.WithoutCancel(ctx), url, set, call)
+	} else if set.waiters >= maxKeySetWaiters {
+		key, err := pk.stale(set, kid, now, fmt.Errorf("key set %s: too many lookups waiting on its fetch", url))
+		set.mu.Unlock()
+		return key, err
+	}
+	set.waiters++
+	set.mu.Unlock()
+
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		set.mu.Lock()
+		set.waiters--
+		set.mu.Unlock()
+		// An outage from this request's point of view, never an unknown key (T-JWKS-03).
+		return nil, fmt.Errorf("waiting for key set %s: %w", url, ctx.Err())
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	set.waiters--
+	if call.err != nil {
+		return pk.stale(set, kid, pk.now(), call.err)
 	}
 	if key, found = set.keys[kid]; found {
 		return key, nil
@@ -121,39 +184,64 @@ func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKe
 	return nil, lti.ErrUnknownKey
 }
 
-// fetch loads the key set; the caller holds set.mu.
-func (pk *PeerKeys) fetch(ctx context.Context, url string, set *keySet, now time.Time) error {
-	set.lastFetch = now
+// stale answers kid from the last good keys when the key set cannot be obtained now (err):
+// the key while they are younger than the stale-if-error bound, else err, an outage and
+// never an unknown key (T-JWKS-03). The caller holds set.mu.
+func (pk *PeerKeys) stale(set *keySet, kid string, now time.Time, err error) (*rsa.PublicKey, error) {
+	if key, found := set.keys[kid]; found && now.Sub(set.fetched) < pk.staleIfError {
+		return key, nil // the platform is down but this key was good: keep launches working
+	}
+	return nil, err
+}
+
+// runFetch performs call and records its result in set.
+func (pk *PeerKeys) runFetch(ctx context.Context, url string, set *keySet, call *fetchCall) {
+	keys, ttl, err := pk.fetch(ctx, url)
+	set.mu.Lock()
+	now := pk.now()
+	if err != nil {
+		set.failedUntil = now.Add(failureTTL + rand.N(failureJitter))
+		set.lastErr = err
+	} else {
+		set.keys, set.fetched, set.expires = keys, now, now.Add(ttl)
+		set.failedUntil, set.lastErr = time.Time{}, nil
+	}
+	call.err = err
+	set.flight = nil
+	set.mu.Unlock()
+	close(call.done)
+}
+
+// fetch loads a key set and its cache lifetime.
+func (pk *PeerKeys) fetch(ctx context.Context, url string) (map[string]*rsa.PublicKey, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("key set %s: %w", url, err)
+		return nil, 0, fmt.Errorf("key set %s: %w", url, err)
 	}
 	req.Header.Set("Accept", "application/json, application/jwk-set+json")
 	req.Header.Set("User-Agent", version.UserAgent())
 	res, err := pk.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetching key set %s: %w", url, err)
+		return nil, 0, fmt.Errorf("fetching key set %s: %w", url, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetching key set %s: HTTP %d", url, res.StatusCode)
+		return nil, 0, fmt.Errorf("fetching key set %s: HTTP %d", url, res.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxKeySetBytes+1))
 	if err != nil {
-		return fmt.Errorf("reading key set %s: %w", url, err)
+		return nil, 0, fmt.Errorf("reading key set %s: %w", url, err)
 	}
 	if len(body) > maxKeySetBytes {
-		return fmt.Errorf("key set %s is larger than %d bytes", url, maxKeySetBytes)
+		return nil, 0, fmt.Errorf("key set %s is larger than %d bytes", url, maxKeySetBytes)
 	}
 	parsed, err := ParseKeySet(body)
 	if err != nil {
-		return fmt.Errorf("key set %s: %w", url, err)
+		return nil, 0, fmt.Errorf("key set %s: %w", url, err)
 	}
-	set.keys = parsed
-	set.expires = now.Add(cacheTTL(res.Header.Get("Cache-Control")))
-	return nil
+	return parsed, cacheTTL(res.Header.Get("Cache-Control")), nil
 }
 
 // ParseKeySet returns the usable signing keys of a JWKS by kid (T-TOK-09): RSA keys of at

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +25,7 @@ import (
 )
 
 // jwkMap renders a public key as a JWK with the given extra members.
-func jwkMap(t *testing.T, pub any, members map[string]string) map[string]any {
+func jwkMap(t testing.TB, pub any, members map[string]string) map[string]any {
 	t.Helper()
 	k, err := jwk.Import(pub)
 	if err != nil {
@@ -43,11 +45,12 @@ type platformJWKS struct {
 	keys         atomic.Value // []map[string]any
 	cacheControl atomic.Value // string
 	fail         atomic.Bool
+	delay        atomic.Int64 // time.Duration before answering
 	hits         atomic.Int32
 	srv          *httptest.Server
 }
 
-func newPlatformJWKS(t *testing.T, keys ...map[string]any) *platformJWKS {
+func newPlatformJWKS(t testing.TB, keys ...map[string]any) *platformJWKS {
 	p := &platformJWKS{}
 	p.keys.Store(keys)
 	p.cacheControl.Store("max-age=600")
@@ -56,8 +59,11 @@ func newPlatformJWKS(t *testing.T, keys ...map[string]any) *platformJWKS {
 		if r.Header.Get("User-Agent") == "" {
 			t.Error("key set fetched without a User-Agent")
 		}
+		if d := time.Duration(p.delay.Load()); d > 0 {
+			time.Sleep(d)
+		}
 		if p.fail.Load() {
-			http.Error(w, "down", http.StatusBadGateway)
+			http.Error(w, "down", http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Cache-Control", p.cacheControl.Load().(string))
@@ -139,7 +145,7 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 		t.Fatalf("T-JWKS-03: a key set that cannot be fetched is an outage, got %v", err)
 	}
 	lms.fail.Store(false)
-	clock = clock.Add(refetchInterval)
+	clock = clock.Add(failureTTL + failureJitter) // past the failure memory
 	if _, err := pk.PlatformKey(ctx, p, "k1"); err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +155,191 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 	if _, err := pk.PlatformKey(ctx, p, "k1"); err != nil {
 		t.Fatalf("a cached key is served while the platform is down: %v", err)
 	}
+}
+
+// A failing key set does not sink the replica: its failure is remembered, so a burst of
+// lookups costs at most one more fetch, and each lookup is an outage, never an unknown key.
+func TestKeySetFailureIsRemembered(t *testing.T) {
+	lms := newPlatformJWKS(t)
+	lms.fail.Store(true)
+	pk := NewPeerKeys(nil)
+	clock := time.Now()
+	pk.now = func() time.Time { return clock }
+	p := jwksPlatform(lms.srv.URL)
+	for i := range 25 {
+		if _, err := pk.PlatformKey(context.Background(), p, "k1"); err == nil || errors.Is(err, lti.ErrUnknownKey) {
+			t.Fatalf("T-JWKS-03: lookup %d during an outage = %v, want an outage", i, err)
+		}
+		clock = clock.Add(200 * time.Millisecond) // 25 lookups over 5 s: inside the failure memory
+	}
+	if hits := lms.hits.Load(); hits > 2 {
+		t.Fatalf("25 lookups against a failing key set made %d fetches, want at most 2", hits)
+	}
+}
+
+// Concurrent lookups share one fetch instead of queueing one fetch each behind the other.
+func TestKeySetConcurrentLookupsShareOneFetch(t *testing.T) {
+	lms := newPlatformJWKS(t)
+	lms.fail.Store(true)
+	lms.delay.Store(int64(time.Second))
+	pk := NewPeerKeys(nil)
+	p := jwksPlatform(lms.srv.URL)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := pk.PlatformKey(context.Background(), p, "k1"); err == nil || errors.Is(err, lti.ErrUnknownKey) {
+				t.Errorf("T-JWKS-03: a slow failing key set is an outage, got %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Fatalf("5 concurrent lookups against a 1 s key set took %s (%d fetches), want about 1 s", took, lms.hits.Load())
+	}
+}
+
+// gatedJWKS is a key-set endpoint that answers only once release is closed; arrived
+// receives each request as it comes in.
+func gatedJWKS(t *testing.T, key map[string]any) (url string, arrived chan struct{}, release chan struct{}, hits *atomic.Int32) {
+	arrived, release, hits = make(chan struct{}, 100), make(chan struct{}), &atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		arrived <- struct{}{}
+		<-release
+		if r.Context().Err() != nil {
+			t.Error("the key-set fetch was cancelled with the caller that started it")
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]any{key}})
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	return srv.URL, arrived, release, hits
+}
+
+// A caller whose request ends leaves at once with an outage; the fetch it started goes on,
+// detached, and serves the next caller.
+func TestKeySetCallerLeavingDoesNotCancelTheFetch(t *testing.T) {
+	k1 := testkeys.RSAKey(t, 0)
+	url, arrived, release, hits := gatedJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
+	pk := NewPeerKeys(nil)
+	p := jwksPlatform(url)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := pk.PlatformKey(ctx, p, "k1")
+		errc <- err
+	}()
+	<-arrived
+	cancel()
+	err := <-errc // returns while the server still holds the fetch
+	if !errors.Is(err, context.Canceled) || errors.Is(err, lti.ErrUnknownKey) {
+		t.Fatalf("T-JWKS-03: a caller leaving gets its context's error as an outage, got %v", err)
+	}
+	close(release)
+	if got, err := pk.PlatformKey(context.Background(), p, "k1"); err != nil || !got.Equal(&k1.PublicKey) {
+		t.Fatalf("the next caller = %v, %v; want the key the detached fetch brought", got, err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("%d fetches, want the one the first caller started", n)
+	}
+}
+
+// Lookups beyond maxKeySetWaiters on one set's fetch answer the outage at once.
+func TestKeySetWaitersAreBounded(t *testing.T) {
+	k1 := testkeys.RSAKey(t, 0)
+	url, arrived, release, _ := gatedJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
+	pk := NewPeerKeys(nil)
+	p := jwksPlatform(url)
+	var wg sync.WaitGroup
+	for range maxKeySetWaiters {
+		wg.Go(func() {
+			if _, err := pk.PlatformKey(context.Background(), p, "k1"); err != nil {
+				t.Errorf("a waiter within the bound = %v, want the key", err)
+			}
+		})
+	}
+	<-arrived
+	set := func() *keySet { pk.mu.Lock(); defer pk.mu.Unlock(); return pk.sets[url] }()
+	for {
+		set.mu.Lock()
+		n := set.waiters
+		set.mu.Unlock()
+		if n == maxKeySetWaiters {
+			break
+		}
+		runtime.Gosched()
+	}
+	start := time.Now()
+	if _, err := pk.PlatformKey(context.Background(), p, "k1"); err == nil || errors.Is(err, lti.ErrUnknownKey) {
+		t.Fatalf("T-JWKS-03: a lookup beyond the waiter bound is an outage, got %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a lookup beyond the waiter bound took %s, want at once", took)
+	}
+	close(release)
+	wg.Wait()
+}
+
+// The last good keys are served during an outage while younger than the stale-if-error
+// bound, then the outage is answered (T-JWKS-03), and each failure is remembered.
+func TestKeySetStaleKeysServedUntilTheBound(t *testing.T) {
+	k1 := testkeys.RSAKey(t, 0)
+	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
+	lms.cacheControl.Store("max-age=60")
+	pk := NewPeerKeys(nil)
+	start := time.Now()
+	clock := start
+	pk.now = func() time.Time { return clock }
+	p := jwksPlatform(lms.srv.URL)
+	ctx := context.Background()
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	lms.fail.Store(true)
+	for clock = start.Add(2 * time.Minute); clock.Sub(start) < defaultStaleIfError; clock = clock.Add(5 * time.Second) {
+		if got, err := pk.PlatformKey(ctx, p, "k1"); err != nil || !got.Equal(&k1.PublicKey) {
+			t.Fatalf("at +%s the stale key = %v, %v; want it served", clock.Sub(start), got, err)
+		}
+	}
+	// One fetch per 10-30 s of outage, not one per lookup.
+	if hits, most := lms.hits.Load(), int32(1+defaultStaleIfError/failureTTL); hits > most {
+		t.Fatalf("%d fetches during the outage, want at most %d", hits, most)
+	}
+	clock = start.Add(defaultStaleIfError + failureTTL + failureJitter)
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err == nil || errors.Is(err, lti.ErrUnknownKey) {
+		t.Fatalf("T-JWKS-03: past the stale-if-error bound the outage is answered, got %v", err)
+	}
+	lms.fail.Store(false)
+	clock = clock.Add(failureTTL + failureJitter)
+	if _, err := pk.PlatformKey(ctx, p, "k1"); err != nil {
+		t.Fatalf("the platform back: %v", err)
+	}
+}
+
+// BenchmarkKeySetCachedLookup is the launch path's cost of a cached key-set lookup.
+func BenchmarkKeySetCachedLookup(b *testing.B) {
+	k1 := testkeys.RSAKey(b, 0)
+	lms := newPlatformJWKS(b, jwkMap(b, &k1.PublicKey, map[string]string{"kid": "k1"}))
+	pk := NewPeerKeys(nil)
+	p := jwksPlatform(lms.srv.URL)
+	if _, err := pk.PlatformKey(context.Background(), p, "k1"); err != nil {
+		b.Fatal(err)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := pk.PlatformKey(context.Background(), p, "k1"); err != nil {
+				b.Error(err)
+			}
+		}
+	})
 }
 
 // T-TOK-09: only RSA signing keys with alg RS256 (or none) and use sig (or none) are usable.

@@ -239,7 +239,7 @@ func (rg *rig) jarOf(t *testing.T, ar authRequest) http.CookieJar {
 }
 
 // T-JWKS-03: when the platform's key set cannot be fetched, the launch is refused with
-// 503 (not as a bad signature) and the login stays usable.
+// 503 (not as a bad signature) and the login stays usable once the failure is forgotten.
 func TestLaunchWhenThePlatformKeySetIsUnavailable(t *testing.T) {
 	rg := newRig(t)
 	rg.interceptLMS(t, func(w http.ResponseWriter, r *http.Request) bool {
@@ -254,6 +254,7 @@ func TestLaunchWhenThePlatformKeySetIsUnavailable(t *testing.T) {
 	idToken := rg.sign(t, rg.claims(ar))
 	testhttp.WantRefusal(t, rg.postLaunch(t, client, idToken, ar.State), 503, "KEY_SET_UNAVAILABLE")
 	rg.intercept.Store(nil)
+	rg.clock.Advance(30 * time.Second) // the failure is remembered for up to 30 s
 	if res := rg.postLaunch(t, client, idToken, ar.State); res.Status != http.StatusSeeOther {
 		t.Fatalf("retry: %d %s", res.Status, res.Body)
 	}

@@ -161,7 +161,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	if opts.Deployments == nil {
 		opts.Deployments = rg
 	}
-	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(nil), ring, replay.NewMemory(1<<20), apiKey, advantage.NewClient(cfg.http))
+	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(nil).WithClock(rg.clock.Now), ring, replay.NewMemory(1<<20), apiKey, advantage.NewClient(cfg.http))
 	if err != nil {
 		b.Fatal(err)
 	}
