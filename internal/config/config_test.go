@@ -559,3 +559,17 @@ func TestDurationJSON(t *testing.T) {
 		}
 	}
 }
+
+// Trusted proxies are ranges or single addresses; an IPv4-mapped address is its IPv4 form.
+func TestTrustedProxyPrefixes(t *testing.T) {
+	isolate(t)
+	cfg := mustLoad(t, nil, base().with("LTIOP_TRUSTED_PROXIES", "10.1.2.3/8, 192.0.2.7,::ffff:198.51.100.1, fd00::/8"))
+	var got []string
+	for _, p := range cfg.TrustedProxyPrefixes() {
+		got = append(got, p.String())
+	}
+	want := []string{"10.0.0.0/8", "192.0.2.7/32", "198.51.100.1/32", "fd00::/8"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("TrustedProxyPrefixes = %q, want %q", got, want)
+	}
+}
