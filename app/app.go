@@ -33,6 +33,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/platformmode"
+	"github.com/ltiop/ltiop/webserver/ratelimit"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 	"github.com/ltiop/ltiop/webserver/signing"
@@ -244,6 +245,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		DrainDelay:      cfg.ShutdownDelay.Duration,
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
+		RateLimits:      rateLimits(cfg),
 	}, webserver.Handlers{
 		APIKey: apiKey, Keys: toolmode.Keys(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
 		Platform: platform, Platforms: platforms,
@@ -273,3 +275,13 @@ func (a *App) Start(ctx context.Context) error {
 type cacheRunnable struct{ cache.Cache }
 
 func (c cacheRunnable) GetCache() cache.Cache { return c.Cache }
+
+// rateLimits turns the configured limits into the web server's.
+func rateLimits(cfg *config.Config) webserver.RateLimits {
+	lim := func(l config.RateLimit) ratelimit.Limit { return ratelimit.Limit{Rate: l.Rate, Burst: l.Burst} }
+	r := cfg.RateLimits
+	return webserver.RateLimits{
+		Launch: lim(r.Launch), Register: lim(r.Register), PlatformAuthorize: lim(r.PlatformAuthorize),
+		PlatformToken: lim(r.PlatformToken), OAuth: lim(r.OAuth), TrustedProxies: cfg.TrustedProxyPrefixes(),
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/platformmode"
+	"github.com/ltiop/ltiop/webserver/ratelimit"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -36,6 +38,26 @@ type Options struct {
 	DrainDelay time.Duration
 	// ShutdownTimeout is how long requests in flight then get to finish.
 	ShutdownTimeout time.Duration
+	// RateLimits limit the unauthenticated routes per client IP; the zero value limits
+	// nothing.
+	RateLimits RateLimits
+}
+
+// RateLimits are the per-client-IP limits of the routes anyone can reach without a
+// credential, by group (the routes of a group share a client's bucket). A zero Limit
+// turns its group off.
+type RateLimits struct {
+	Launch            ratelimit.Limit // /lti/login, /lti/launch, /lti/launch/complete
+	Register          ratelimit.Limit // /lti/register
+	PlatformAuthorize ratelimit.Limit // /lti/platform/authorize
+	PlatformToken     ratelimit.Limit // /lti/platform/token
+	OAuth             ratelimit.Limit // /oauth/start/{platformId}, /oauth/callback
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
+	// MaxClients bounds the buckets kept (ratelimit.DefaultMaxClients when 0).
+	MaxClients int
+	// Now is the clock (time.Now when nil); tests move it.
+	Now func() time.Time
 }
 
 // Server is the web server. It implements manager.Runnable and
@@ -90,6 +112,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 	platforms := d.Platforms
 	bearer := func(f http.HandlerFunc) http.Handler { return d.APIKey.RequireBearer(f) }
 	tool := d.Tool
+	limits := newRateLimits(opts.RateLimits, d.Platform)
 
 	s.routes = []Route{
 		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
@@ -142,7 +165,9 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		)
 	}
 	mux := http.NewServeMux()
-	for _, rt := range s.routes {
+	for i, rt := range s.routes {
+		rt.Handler = limits.wrap(rt.Method+" "+rt.Path, rt.Handler)
+		s.routes[i] = rt
 		mux.Handle(rt.Method+" "+rt.Path, rt.Handler)
 	}
 	s.handler = observe(httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(mux)))

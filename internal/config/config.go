@@ -95,6 +95,47 @@ type Config struct {
 	ReplayStoreKeyPrefix string `json:"replayStoreKeyPrefix"`
 	// ReplayStoreTimeout bounds one Redis attempt; a failed attempt is retried once.
 	ReplayStoreTimeout Duration `json:"replayStoreTimeout"`
+	// RateLimits are the per-client-IP token buckets of the endpoints reachable without a
+	// credential, per route group.
+	RateLimits RateLimits `json:"rateLimits"`
+	// TrustedProxies are the CIDR ranges (or addresses) of reverse proxies whose
+	// X-Forwarded-For names the client; from anyone else the header is ignored.
+	TrustedProxies []string `json:"trustedProxies"`
+}
+
+// RateLimit is one token bucket per client IP: Rate requests a second sustained, Burst at
+// once. Rate 0 turns it off.
+type RateLimit struct {
+	Rate  float64 `json:"rate"`
+	Burst int     `json:"burst"`
+}
+
+// RateLimits are the limits of each group of unauthenticated routes; routes of a group
+// share a client's bucket.
+type RateLimits struct {
+	// Launch: /lti/login (GET, POST), /lti/launch, /lti/launch/complete.
+	Launch RateLimit `json:"launch"`
+	// Register: /lti/register (dynamic registration).
+	Register RateLimit `json:"register"`
+	// PlatformAuthorize: /lti/platform/authorize (GET, POST).
+	PlatformAuthorize RateLimit `json:"platformAuthorize"`
+	// PlatformToken: /lti/platform/token.
+	PlatformToken RateLimit `json:"platformToken"`
+	// OAuth: /oauth/start/{platformId}, /oauth/callback.
+	OAuth RateLimit `json:"oauth"`
+}
+
+// DefaultRateLimits are sized so that a whole school behind one NAT address does not
+// reach them in its busiest minute (see docs/configuration.md for the arithmetic), while
+// one address can no longer flood an endpoint.
+func DefaultRateLimits() RateLimits {
+	return RateLimits{
+		Launch:            RateLimit{Rate: 100, Burst: 2000},
+		Register:          RateLimit{Rate: 1, Burst: 30},
+		PlatformAuthorize: RateLimit{Rate: 50, Burst: 1000},
+		PlatformToken:     RateLimit{Rate: 20, Burst: 400},
+		OAuth:             RateLimit{Rate: 10, Burst: 400},
+	}
 }
 
 // Duration is a time.Duration written as "10s" in YAML and in the environment.
@@ -139,6 +180,7 @@ func Default() Config {
 		ServiceKeyLifetime: Duration{90 * 24 * time.Hour},
 		ReplayStore:        "memory",
 		ReplayStoreTimeout: Duration{100 * time.Millisecond},
+		RateLimits:         DefaultRateLimits(),
 	}
 }
 
@@ -184,6 +226,12 @@ var settings = []setting{
 	{"replay-store-password-file", "LTIOP_REPLAY_STORE_PASSWORD_FILE", "file holding the Redis password (or set LTIOP_REPLAY_STORE_PASSWORD)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStorePasswordFile) }},
 	{"replay-store-key-prefix", "LTIOP_REPLAY_STORE_KEY_PREFIX", "prefix of the Redis keys (default ltiop:<namespace>:)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStoreKeyPrefix) }},
 	{"replay-store-timeout", "LTIOP_REPLAY_STORE_TIMEOUT", "bound of one Redis attempt (one retry follows a failure)", func(c *Config) flag.Value { return (*durationValue)(&c.ReplayStoreTimeout.Duration) }},
+	{"rate-limit-launch", "LTIOP_RATE_LIMIT_LAUNCH", "per-client-IP limit of /lti/login, /lti/launch, /lti/launch/complete as rate/burst (requests a second / at once); 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.Launch) }},
+	{"rate-limit-register", "LTIOP_RATE_LIMIT_REGISTER", "per-client-IP limit of /lti/register as rate/burst; 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.Register) }},
+	{"rate-limit-platform-authorize", "LTIOP_RATE_LIMIT_PLATFORM_AUTHORIZE", "per-client-IP limit of /lti/platform/authorize as rate/burst; 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.PlatformAuthorize) }},
+	{"rate-limit-platform-token", "LTIOP_RATE_LIMIT_PLATFORM_TOKEN", "per-client-IP limit of /lti/platform/token as rate/burst; 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.PlatformToken) }},
+	{"rate-limit-oauth", "LTIOP_RATE_LIMIT_OAUTH", "per-client-IP limit of /oauth/start and /oauth/callback as rate/burst; 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.OAuth) }},
+	{"trusted-proxies", "LTIOP_TRUSTED_PROXIES", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For names the client (rate limits)", func(c *Config) flag.Value { return (*stringListValue)(&c.TrustedProxies) }},
 	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
 }
 
@@ -341,6 +389,7 @@ func (c *Config) Validate() error {
 		add("serviceKeyLifetime: must be at least 24h (an ltik lasts 24h; a service key must outlive it)")
 	}
 	c.validateReplayStore(add)
+	c.validateRateLimits(add)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}
@@ -371,6 +420,48 @@ func (c *Config) validateReplayStore(add func(string, ...any)) {
 	if n := btoi(inURL) + btoi(c.ReplayStorePassword != "") + btoi(c.ReplayStorePasswordFile != ""); n > 1 {
 		add("replayStore: give the Redis password once: in LTIOP_REPLAY_STORE_PASSWORD, in replayStorePasswordFile or in the URL")
 	}
+}
+
+// validateRateLimits checks each group's rate and burst, and the trusted proxy ranges.
+func (c *Config) validateRateLimits(add func(string, ...any)) {
+	for name, l := range map[string]RateLimit{"launch": c.RateLimits.Launch, "register": c.RateLimits.Register,
+		"platformAuthorize": c.RateLimits.PlatformAuthorize, "platformToken": c.RateLimits.PlatformToken, "oauth": c.RateLimits.OAuth} {
+		switch {
+		case l.Rate < 0 || l.Rate > 1e6 || l.Rate != l.Rate:
+			add("rateLimits.%s.rate: must be between 0 (off) and 1000000 requests a second, got %v", name, l.Rate)
+		case l.Rate > 0 && (l.Burst < 1 || l.Burst > 1e6):
+			add("rateLimits.%s.burst: must be between 1 and 1000000 when the rate is set, got %d", name, l.Burst)
+		}
+	}
+	for _, cidr := range c.TrustedProxies {
+		if _, err := ParseCIDROrAddr(cidr); err != nil {
+			add("trustedProxies: %q is not a CIDR range or an address", cidr)
+		}
+	}
+}
+
+// ParseCIDROrAddr reads a CIDR range, or one address as a range of one.
+func ParseCIDROrAddr(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// TrustedProxyPrefixes are TrustedProxies parsed (Validate has checked them).
+func (c *Config) TrustedProxyPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range c.TrustedProxies {
+		if p, err := ParseCIDROrAddr(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func btoi(b bool) int {
@@ -432,6 +523,35 @@ func (v *stringListValue) Set(s string) error {
 	return nil
 }
 func (v *stringListValue) String() string { return strings.Join(*v, ",") }
+
+// rateLimitValue is a RateLimit written rate/burst ("100/2000"), or 0 for off.
+type rateLimitValue RateLimit
+
+func (v *rateLimitValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "0" || s == "off" {
+		*v = rateLimitValue{}
+		return nil
+	}
+	rate, burst, found := strings.Cut(s, "/")
+	r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
+	if err != nil || !found {
+		return fmt.Errorf("rate limit %q: want rate/burst such as 100/2000, or 0 for off", s)
+	}
+	b, err := strconv.Atoi(strings.TrimSpace(burst))
+	if err != nil {
+		return fmt.Errorf("rate limit %q: the burst must be a whole number", s)
+	}
+	*v = rateLimitValue{Rate: r, Burst: b}
+	return nil
+}
+
+func (v *rateLimitValue) String() string {
+	if v.Rate == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(v.Rate, 'g', -1, 64) + "/" + strconv.Itoa(v.Burst)
+}
 
 type int64Value int64
 

@@ -76,6 +76,13 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownDelay:      config.Duration{Duration: 5 * time.Second},
 		ServiceKeyLifetime: config.Duration{Duration: 90 * 24 * time.Hour},
 		ReplayStore:        "memory", ReplayStoreTimeout: config.Duration{Duration: 100 * time.Millisecond},
+		RateLimits: config.RateLimits{
+			Launch:            config.RateLimit{Rate: 100, Burst: 2000},
+			Register:          config.RateLimit{Rate: 1, Burst: 30},
+			PlatformAuthorize: config.RateLimit{Rate: 50, Burst: 1000},
+			PlatformToken:     config.RateLimit{Rate: 20, Burst: 400},
+			OAuth:             config.RateLimit{Rate: 10, Burst: 400},
+		},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
@@ -150,6 +157,10 @@ replayStore: redis://redis.ltiop.svc:6379/0
 replayStorePasswordFile: /etc/ltiop/redis/password
 replayStoreKeyPrefix: "ltiop:prod:"
 replayStoreTimeout: 150ms
+rateLimits:
+  launch: {rate: 0}
+  register: {rate: 0.5, burst: 5}
+trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 `)
 	tests := []struct {
 		name  string
@@ -176,6 +187,13 @@ replayStoreTimeout: 150ms
 					Kubeconfig:         "/file/kubeconfig",
 					ReplayStore:        "redis://redis.ltiop.svc:6379/0", ReplayStorePasswordFile: "/etc/ltiop/redis/password",
 					ReplayStoreKeyPrefix: "ltiop:prod:", ReplayStoreTimeout: config.Duration{Duration: 150 * time.Millisecond},
+					RateLimits: func() config.RateLimits {
+						r := config.DefaultRateLimits()
+						r.Launch = config.RateLimit{Rate: 0, Burst: 2000} // rate 0: off
+						r.Register = config.RateLimit{Rate: 0.5, Burst: 5}
+						return r
+					}(),
+					TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1"},
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -193,6 +211,7 @@ replayStoreTimeout: 150ms
 				"LTIOP_KEY_WAIT": "4s", "LTIOP_SHUTDOWN_TIMEOUT": "1m", "LTIOP_SHUTDOWN_DELAY": "3s", "KUBECONFIG": "/env/kubeconfig",
 				"LTIOP_REPLAY_STORE": "rediss://redis.example:6380/1", "LTIOP_REPLAY_STORE_PASSWORD": "from-secret",
 				"LTIOP_REPLAY_STORE_KEY_PREFIX": "env:", "LTIOP_REPLAY_STORE_TIMEOUT": "250ms",
+				"LTIOP_RATE_LIMIT_LAUNCH": "30/600", "LTIOP_RATE_LIMIT_OAUTH": "0", "LTIOP_TRUSTED_PROXIES": "10.0.0.0/8, fd00::/8",
 			},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
@@ -210,6 +229,13 @@ replayStoreTimeout: 150ms
 					Kubeconfig:         "/env/kubeconfig",
 					ReplayStore:        "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
 					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond},
+					RateLimits: func() config.RateLimits {
+						r := config.DefaultRateLimits()
+						r.Launch = config.RateLimit{Rate: 30, Burst: 600}
+						r.OAuth = config.RateLimit{}
+						return r
+					}(),
+					TrustedProxies: []string{"10.0.0.0/8", "fd00::/8"},
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -227,8 +253,10 @@ replayStoreTimeout: 150ms
 				"--key-wait", "5s", "--shutdown-timeout", "30s", "--shutdown-delay", "0s", "--service-key-lifetime", "48h", "--kubeconfig", "/flag/kubeconfig",
 				"--replay-store", "redis://10.0.0.7:6379/2", "--replay-store-password-file", "/flag/password",
 				"--replay-store-key-prefix", "flag:", "--replay-store-timeout", "80ms",
+				"--rate-limit-register", "0", "--rate-limit-platform-authorize", "2.5/50", "--rate-limit-platform-token", "off",
+				"--trusted-proxies", "172.16.0.0/12",
 			},
-			env: env{"LTIOP_NAMESPACE": "from-env", "LTIOP_KEY_WAIT": "4s", "LTIOP_MAX_BODY_BYTES": "4096"},
+			env: env{"LTIOP_RATE_LIMIT_PLATFORM_AUTHORIZE": "7/70", "LTIOP_NAMESPACE": "from-env", "LTIOP_KEY_WAIT": "4s", "LTIOP_MAX_BODY_BYTES": "4096"},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
 					Namespace: "from-flag", PublicURL: "http://127.0.0.1:3000", Listen: ":5000",
@@ -244,6 +272,14 @@ replayStoreTimeout: 150ms
 					Kubeconfig:         "/flag/kubeconfig",
 					ReplayStore:        "redis://10.0.0.7:6379/2", ReplayStorePasswordFile: "/flag/password",
 					ReplayStoreKeyPrefix: "flag:", ReplayStoreTimeout: config.Duration{Duration: 80 * time.Millisecond},
+					RateLimits: func() config.RateLimits {
+						r := config.DefaultRateLimits()
+						r.Register = config.RateLimit{}
+						r.PlatformAuthorize = config.RateLimit{Rate: 2.5, Burst: 50}
+						r.PlatformToken = config.RateLimit{}
+						return r
+					}(),
+					TrustedProxies: []string{"172.16.0.0/12"},
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -378,6 +414,12 @@ func TestLoadErrors(t *testing.T) {
 			env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"give the Redis password once"}},
 		{name: "replay password for memory", env: base().with("LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"password is set but the store is memory"}},
 		{name: "replayStoreTimeout zero", env: base().with("LTIOP_REPLAY_STORE_TIMEOUT", "0s"), want: []string{"replayStoreTimeout: must be between"}},
+		{name: "rate limit without a burst", env: base().with("LTIOP_RATE_LIMIT_LAUNCH", "10"), want: []string{"LTIOP_RATE_LIMIT_LAUNCH", "rate/burst"}},
+		{name: "rate limit bad burst", args: []string{"--rate-limit-oauth", "10/lots"}, env: base(), want: []string{"rate-limit-oauth"}},
+		{name: "rate limit negative", env: base().with("LTIOP_RATE_LIMIT_REGISTER", "-1/5"), want: []string{"rateLimits.register.rate: must be between 0"}},
+		{name: "rate limit zero burst", file: "rateLimits:\n  platformToken: {rate: 5, burst: 0}\n", env: base(), want: []string{"rateLimits.platformToken.burst: must be between 1"}},
+		{name: "rate limit unknown group", file: "rateLimits:\n  keys: {rate: 5, burst: 5}\n", env: base(), want: []string{"configuration file", "keys"}},
+		{name: "trusted proxy not a range", env: base().with("LTIOP_TRUSTED_PROXIES", "10.0.0.0/8,proxy.local"), want: []string{`trustedProxies: "proxy.local"`}},
 		{name: "replayStoreTimeout too long", env: base().with("LTIOP_REPLAY_STORE_TIMEOUT", "11s"), want: []string{"replayStoreTimeout"}},
 	}
 	for _, tt := range tests {
@@ -521,5 +563,19 @@ func TestDurationJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &v); err == nil {
 			t.Errorf("Unmarshal(%s) accepted as %v", bad, v)
 		}
+	}
+}
+
+// Trusted proxies are ranges or single addresses; an IPv4-mapped address is its IPv4 form.
+func TestTrustedProxyPrefixes(t *testing.T) {
+	isolate(t)
+	cfg := mustLoad(t, nil, base().with("LTIOP_TRUSTED_PROXIES", "10.1.2.3/8, 192.0.2.7,::ffff:198.51.100.1, fd00::/8"))
+	var got []string
+	for _, p := range cfg.TrustedProxyPrefixes() {
+		got = append(got, p.String())
+	}
+	want := []string{"10.0.0.0/8", "192.0.2.7/32", "198.51.100.1/32", "fd00::/8"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("TrustedProxyPrefixes = %q, want %q", got, want)
 	}
 }

@@ -35,6 +35,9 @@ const (
 	// CodeReplayStoreUnavailable: a single use (state, nonce, code…) could not be
 	// recorded, so the request is refused rather than accepted unrecorded.
 	CodeReplayStoreUnavailable = "REPLAY_STORE_UNAVAILABLE"
+	// CodeRateLimited: the client address sent more requests than the route's rate limit
+	// allows; Retry-After says when to try again.
+	CodeRateLimited = "RATE_LIMITED"
 )
 
 // Error is the one error type of every answer (package apierr), so the protocol

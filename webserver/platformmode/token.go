@@ -110,6 +110,10 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, tokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second), Scope: scope})
 }
 
+// TokenError answers a refused token request in the OAuth 2.0 error form of the token
+// endpoint (for refusals decided before the handler, such as the rate limit).
+func (p *Platform) TokenError(w http.ResponseWriter, e *httpapi.Error) { p.tokenError(w, e) }
+
 func (p *Platform) tokenError(w http.ResponseWriter, e *httpapi.Error) {
 	count("token", e.Code)
 	if e.Status == http.StatusUnauthorized {
