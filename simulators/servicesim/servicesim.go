@@ -44,6 +44,3 @@ func (rr *RoundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rr.Last.Store(int64(i))
 	rr.proxies[i].ServeHTTP(w, r)
 }
-
-// Skip makes the next request go to the backend after the one it would have gone to.
-func (rr *RoundRobin) Skip() { rr.next.Add(1) }

@@ -4,10 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/test/utils/testredis"
+	"github.com/ltiop/ltiop/test/utils/teststore"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
@@ -16,11 +15,7 @@ import (
 // was used up, so both succeed once the store is back, and only once.
 func TestReplayStoreDown(t *testing.T) {
 	srv := testredis.Start(t)
-	store, err := replay.NewRedis(replay.RedisOptions{URL: srv.URL, KeyPrefix: "ltiop:test:", Timeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := teststore.Redis(t, srv)
 	h := newHarnessWithStore(t, nil, store)
 	br := newBrowser(t)
 	cb := h.authorize(t, br, "canvas", "")

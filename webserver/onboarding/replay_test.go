@@ -4,12 +4,11 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
 
-	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/test/utils/testredis"
+	"github.com/ltiop/ltiop/test/utils/teststore"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 )
@@ -19,11 +18,7 @@ import (
 // once.
 func TestCompleteRefusedWhileTheReplayStoreIsDown(t *testing.T) {
 	srv := testredis.Start(t)
-	store, err := replay.NewRedis(replay.RedisOptions{URL: srv.URL, KeyPrefix: "ltiop:test:", Timeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := teststore.Redis(t, srv)
 	h := newHarness(t, preApproval, func(c *harnessConfig) { c.mode = lmssim.DeploymentInToolConfig })
 	onboarding.SetReplayStore(h.o, store)
 	id := h.pending()

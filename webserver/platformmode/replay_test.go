@@ -8,11 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/test/utils/testredis"
+	"github.com/ltiop/ltiop/test/utils/teststore"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
@@ -25,11 +24,7 @@ var pageCode = regexp.MustCompile(`Error <code>([A-Z_]+)</code> \(HTTP (\d+)\)`)
 // the store is back.
 func TestReplayStoreDownRefusesEverySingleUse(t *testing.T) {
 	srv := testredis.Start(t)
-	store, err := replay.NewRedis(replay.RedisOptions{URL: srv.URL, KeyPrefix: "ltiop:test:", Timeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := teststore.Redis(t, srv)
 	h := newHarnessWithStore(t, nil, store)
 	ctx := context.Background()
 	const code = httpapi.CodeReplayStoreUnavailable

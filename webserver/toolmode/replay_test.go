@@ -5,12 +5,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ltiop/ltiop/internal/paths"
-	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/test/utils/testredis"
+	"github.com/ltiop/ltiop/test/utils/teststore"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
@@ -20,11 +19,7 @@ import (
 func newRedisRig(t testing.TB) (*rig, *testredis.Server) {
 	t.Helper()
 	srv := testredis.Start(t)
-	store, err := replay.NewRedis(replay.RedisOptions{URL: srv.URL, KeyPrefix: "ltiop:test:", Timeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := teststore.Redis(t, srv)
 	rg := newRig(t)
 	toolmode.SetReplayStore(rg.tool, store)
 	return rg, srv
