@@ -45,6 +45,20 @@ func createNamespace(ns string) {
 // startReplica starts an ltiop in dev mode in the existing namespace ns, reaching the API
 // server through rc, until the end of the spec; it waits until the replica is ready.
 func startReplica(ns string, rc *rest.Config, mutate func(*config.Config)) *devInstance {
+	d := runReplica(ns, rc, mutate)
+	Eventually(func() int {
+		res, err := http.Get(d.Local + "/readyz")
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}).Should(Equal(200))
+	return d
+}
+
+// runReplica is startReplica without waiting for readiness.
+func runReplica(ns string, rc *rest.Config, mutate func(*config.Config)) *devInstance {
 	ctx, cancel := context.WithCancel(context.Background())
 	port := freePort()
 	d := &devInstance{Namespace: ns, Port: port,
@@ -65,13 +79,5 @@ func startReplica(ns string, rc *rest.Config, mutate func(*config.Config)) *devI
 	d.stopped = make(chan struct{})
 	go func() { defer close(d.stopped); _ = a.Start(ctx) }()
 	DeferCleanup(func() { cancel(); <-d.stopped })
-	Eventually(func() int {
-		res, err := http.Get(d.Local + "/readyz")
-		if err != nil {
-			return 0
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}).Should(Equal(200))
 	return d
 }
