@@ -73,6 +73,21 @@ func (r *PlatformRegistrationReconciler) expire(ctx context.Context, reg *ltiv1.
 	return nil
 }
 
+// recordFirstActivation sets status.firstActivated the first time a dynamic registration
+// is seen active: from then on it has a key and never expires. Only dynamic registrations
+// need the record. One active since its creation (generation 1) records its creation
+// time, so two reconciles of the same generation write the same value.
+func recordFirstActivation(reg *ltiv1.PlatformRegistration, status *ltiv1.PlatformRegistrationStatus, now time.Time) {
+	if !reg.IsDynamic() || !reg.Spec.IsActive() || status.FirstActivated != nil {
+		return
+	}
+	at := metav1.NewTime(now.Truncate(time.Second))
+	if reg.Generation == 1 {
+		at = reg.CreationTimestamp
+	}
+	status.FirstActivated = &at
+}
+
 func (r *PlatformRegistrationReconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()

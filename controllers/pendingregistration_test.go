@@ -78,6 +78,7 @@ var _ = Describe("Dynamic registrations awaiting activation (issue #13 §1)", fu
 	It("deletes a dynamic registration never activated once it is older than the expiry, with an Expired event", func() {
 		pending := dynamicRegistration(uniqueName("stale"))
 		Expect(k8s.Create(ctx, pending)).To(Succeed())
+		Eventually(readyCondition(pending)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonAwaitingActivation))
 		wasActive := dynamicRegistration(uniqueName("was-active"))
 		Expect(k8s.Create(ctx, wasActive)).To(Succeed())
 		setActive(ctx, wasActive, true)
@@ -110,6 +111,7 @@ var _ = Describe("Dynamic registrations awaiting activation (issue #13 §1)", fu
 	It("requeues a waiting registration for its expiry", func() {
 		reg := dynamicRegistration(uniqueName("waiting"))
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonAwaitingActivation)) // cached now
 		r := &controllers.PlatformRegistrationReconciler{
 			Client: mgr.GetClient(), APIReader: k8s, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("ltiop-test"),
 			PublicURL: publicURL, PendingExpiry: time.Hour,

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,9 +84,7 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	status.LoginURL = r.PublicURL + paths.Login
 	status.LaunchURL = r.PublicURL + paths.Launch
 	status.JWKSURL = r.PublicURL + paths.Keys
-	if reg.Spec.IsActive() && status.FirstActivated == nil {
-		status.FirstActivated = ptr.To(metav1.NewTime(r.now()))
-	}
+	recordFirstActivation(reg, status, r.now())
 	if reg.AwaitingActivation() {
 		return r.awaitActivation(ctx, reg, next)
 	}

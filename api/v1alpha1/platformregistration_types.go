@@ -219,9 +219,9 @@ type PlatformRegistrationStatus struct {
 	// +kubebuilder:validation:MaxItems=1000
 	DeploymentIDs []string `json:"deploymentIds,omitempty"`
 
-	// FirstActivated is when the operator first saw the registration active. Set once and
-	// kept: a dynamic registration gets its key only from then on, and one that was never
-	// activated expires (deactivating it later deletes nothing).
+	// FirstActivated is when the operator first saw this dynamic registration (label
+	// lti.ltiop.dev/origin) active. Set once and kept: it gets its key only from then on,
+	// and one never activated expires (deactivating it later deletes nothing).
 	// +optional
 	FirstActivated *metav1.Time `json:"firstActivated,omitempty"`
 }
