@@ -93,6 +93,8 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 		Recorder:  mgr.GetEventRecorder("ltiop"),
 		PublicURL: cfg.PublicURL,
 		DevMode:   cfg.DevMode,
+		// Dynamic registrations never activated are deleted at this age.
+		PendingExpiry: cfg.DynamicRegistration.PendingExpiry.Duration,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PlatformRegistration controller: %w", err)
 	}
@@ -145,7 +147,6 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(controllers); err != nil {
 		return nil, err
 	}
-	scheme := mgr.GetScheme()
 
 	// The registry's informers are registered now, so the manager syncs them before it
 	// starts the web server.
@@ -156,22 +157,20 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 
 	// The API key Secret is the integrator's, not labelled by us: a second, tiny cache
 	// follows that one Secret by name.
-	keyCache, err := cache.New(restCfg, cache.Options{
-		Scheme: scheme, Mapper: mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", cfg.APIKeySecret)},
-		},
-	})
+	apiKey, err := secretKey(ctx, restCfg, mgr, cfg.Namespace, cfg.APIKeySecret, cfg.APIKeySecretKey)
 	if err != nil {
-		return nil, fmt.Errorf("creating the API key cache: %w", err)
+		return nil, fmt.Errorf("the API key: %w", err)
 	}
-	apiKey := httpapi.NewAPIKey(cfg.APIKeySecret, cfg.APIKeySecretKey)
-	if err := apiKey.Attach(ctx, keyCache); err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(cacheRunnable{keyCache}); err != nil {
-		return nil, err
+	// The registration token, when required, is followed the same way (it is the operator's
+	// Secret too); without it, /lti/register/{token} answers REGISTRATION_TOKEN_NOT_CONFIGURED.
+	var registrationToken onboarding.TokenChecker
+	if dr := cfg.DynamicRegistration; dr.RequireToken {
+		if registrationToken, err = secretKey(ctx, restCfg, mgr, cfg.Namespace, dr.TokenSecret, dr.TokenSecretKey); err != nil {
+			return nil, fmt.Errorf("the registration token: %w", err)
+		}
+	} else if cfg.RegistrationAutoActivate && cfg.PreApprovalURL == "" {
+		ctrl.Log.WithName("setup").Info("warning: registrationAutoActivate is on without requireToken or preApprovalUrl: " +
+			"anyone who reaches /lti/register gets an active registration, and the pending bound does not apply")
 	}
 
 	// Sealing keys come from the service Secret, which the operator creates and rotates.
@@ -221,7 +220,8 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 			DeepLinking: cfg.DeepLinkingURL != "", CanvasPrivacyLevel: cfg.CanvasPrivacyLevel,
 		},
 		Namespace: cfg.Namespace, AutoActivate: cfg.RegistrationAutoActivate, PreApprovalURL: cfg.PreApprovalURL,
-		Outbound: outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.OutboundAllowLoopback, AllowPrefixes: allowed},
+		Outbound:   outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.OutboundAllowLoopback, AllowPrefixes: allowed},
+		MaxPending: cfg.DynamicRegistration.MaxPending, RegistrationToken: registrationToken,
 	}, reg, mgr.GetClient(), keyring, replays)
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
@@ -268,6 +268,26 @@ func (a *App) Start(ctx context.Context) error {
 	err := a.Manager.Start(ctx)
 	_ = a.closeReplay.Close()
 	return err
+}
+
+// secretKey follows data key dataKey of the Secret name, not labelled by us, through a
+// tiny cache of its own that holds only that Secret, started with the manager.
+func secretKey(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, namespace, name, dataKey string) (*httpapi.APIKey, error) {
+	c, err := cache.New(restCfg, cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of Secret %s: %w", name, err)
+	}
+	key := httpapi.NewAPIKey(name, dataKey)
+	if err := key.Attach(ctx, c); err != nil {
+		return nil, err
+	}
+	return key, mgr.Add(cacheRunnable{c})
 }
 
 // cacheRunnable makes the manager start a cache with its own caches, on every replica,

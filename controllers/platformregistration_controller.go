@@ -56,6 +56,11 @@ type PlatformRegistrationReconciler struct {
 	PublicURL string
 	// DevMode accepts http URLs in every registration.
 	DevMode bool
+	// PendingExpiry is how long a dynamic registration that was never activated is kept;
+	// 0 keeps it forever.
+	PendingExpiry time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=platformregistrations,verbs=get;list;watch;create;update;patch;delete
@@ -79,6 +84,10 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	status.LoginURL = r.PublicURL + paths.Login
 	status.LaunchURL = r.PublicURL + paths.Launch
 	status.JWKSURL = r.PublicURL + paths.Keys
+	recordFirstActivation(reg, status, r.now())
+	if reg.AwaitingActivation() {
+		return r.awaitActivation(ctx, reg, next)
+	}
 
 	problem, err := r.ensureKey(ctx, reg, status)
 	if err != nil {
@@ -309,7 +318,10 @@ func (r *PlatformRegistrationReconciler) checkSpec(reg *ltiv1.PlatformRegistrati
 // (see SetupIndexes) before the manager starts.
 func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&ltiv1.PlatformRegistration{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Labels count too: removing the dynamic-registration origin label makes a pending
+		// registration trusted (it gets its key and no longer expires).
+		For(&ltiv1.PlatformRegistration{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&corev1.Secret{}).
 		// A registration's peers with the same (url, clientId) may change state when it
 		// appears, changes or goes away.

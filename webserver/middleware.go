@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
@@ -67,7 +69,7 @@ func observe(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", r.URL.Path)
+				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", loggedPath(r))
 				if rec.status == 0 {
 					httpapi.WriteError(rec, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "An internal error occurred."))
 				}
@@ -79,11 +81,23 @@ func observe(next http.Handler) http.Handler {
 			elapsed := time.Since(start)
 			requestsTotal.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
 			requestDuration.WithLabelValues(route).Observe(elapsed.Seconds())
-			logger.V(1).Info("request", "method", r.Method, "path", r.URL.Path, "route", route,
+			logger.V(1).Info("request", "method", r.Method, "path", loggedPath(r), "route", route,
 				"status", rec.status, "duration", elapsed.String())
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// secretPaths are the routes whose path carries a secret: their requests are logged by
+// route pattern only. (Metrics are labelled by pattern for every route.)
+var secretPaths = map[string]bool{"GET " + paths.RegisterWithToken: true}
+
+// loggedPath is the request's path as logs show it.
+func loggedPath(r *http.Request) string {
+	if secretPaths[r.Pattern] {
+		return r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:]
+	}
+	return r.URL.Path
 }
 
 func requestID() string {

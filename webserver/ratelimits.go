@@ -18,6 +18,7 @@ var rateLimited = map[string]string{
 	"POST " + paths.Launch:            "launch",
 	"POST " + paths.LaunchComplete:    "launch",
 	"GET " + paths.Register:           "register",
+	"GET " + paths.RegisterWithToken:  "register", // one bucket with /lti/register: guessing tokens costs the same
 	"GET " + paths.PlatformAuthorize:  "platformAuthorize",
 	"POST " + paths.PlatformAuthorize: "platformAuthorize",
 	"POST " + paths.PlatformToken:     "platformToken",

@@ -21,7 +21,7 @@ import (
 // unauthenticated is the route set issue #13 §5 names: exactly these are rate-limited.
 var unauthenticated = map[string]bool{
 	"GET /lti/login": true, "POST /lti/login": true, "POST /lti/launch": true, "POST /lti/launch/complete": true,
-	"GET /lti/register": true, "GET /lti/platform/authorize": true, "POST /lti/platform/authorize": true,
+	"GET /lti/register": true, "GET /lti/register/{token}": true, "GET /lti/platform/authorize": true, "POST /lti/platform/authorize": true,
 	"POST /lti/platform/token": true, "GET /oauth/start/{platformId}": true, "GET /oauth/callback": true,
 }
 
@@ -67,7 +67,7 @@ func TestRateLimitedRouteSet(t *testing.T) {
 	for i, rt := range srv.Routes() {
 		route := rt.Method + " " + rt.Path
 		seen[route] = true
-		path := strings.NewReplacer("{platformId}", "p1", "{id}", "x1").Replace(rt.Path)
+		path := strings.NewReplacer("{platformId}", "p1", "{id}", "x1", "{token}", "t1").Replace(rt.Path)
 		remote := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}).String() + ":4000" // its own address: groups share buckets
 		request(srv.Handler(), rt.Method, path, remote)
 		second := request(srv.Handler(), rt.Method, path, remote)

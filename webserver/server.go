@@ -48,7 +48,7 @@ type Options struct {
 // turns its group off.
 type RateLimits struct {
 	Launch            ratelimit.Limit // /lti/login, /lti/launch, /lti/launch/complete
-	Register          ratelimit.Limit // /lti/register
+	Register          ratelimit.Limit // /lti/register, /lti/register/{token}
 	PlatformAuthorize ratelimit.Limit // /lti/platform/authorize
 	PlatformToken     ratelimit.Limit // /lti/platform/token
 	OAuth             ratelimit.Limit // /oauth/start/{platformId}, /oauth/callback
@@ -136,6 +136,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
 		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
 		{"GET", paths.Register, http.HandlerFunc(d.Onboarding.Register)},
+		{"GET", paths.RegisterWithToken, http.HandlerFunc(d.Onboarding.RegisterWithToken)},
 		{"GET", paths.CanvasConfiguration, http.HandlerFunc(d.Onboarding.CanvasConfiguration)},
 		{"GET", "/api/registrations/{id}", bearer(d.Onboarding.Get)},
 		{"POST", "/api/registrations/{id}/complete", bearer(d.Onboarding.Complete)},

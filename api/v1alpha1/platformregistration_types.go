@@ -218,6 +218,24 @@ type PlatformRegistrationStatus struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1000
 	DeploymentIDs []string `json:"deploymentIds,omitempty"`
+
+	// FirstActivated is when the operator first saw this dynamic registration (label
+	// lti.ltiop.dev/origin) active. Set once and kept: it gets its key only from then on,
+	// and one never activated expires (deactivating it later deletes nothing).
+	// +optional
+	FirstActivated *metav1.Time `json:"firstActivated,omitempty"`
+}
+
+// IsDynamic reports whether dynamic registration (an unauthenticated request) wrote the
+// registration, as opposed to kubectl or the platforms API.
+func (r *PlatformRegistration) IsDynamic() bool {
+	return r.Labels[LabelOrigin] == OriginDynamicRegistration
+}
+
+// AwaitingActivation reports whether the registration came from dynamic registration and
+// has never been active: it has no key yet, counts against the pending bound and expires.
+func (r *PlatformRegistration) AwaitingActivation() bool {
+	return r.IsDynamic() && !r.Spec.IsActive() && r.Status.FirstActivated == nil
 }
 
 // PlatformRegistration is one LMS registration this tool trusts.

@@ -9,6 +9,14 @@ const (
 	// LabelPlatformRegistration names the PlatformRegistration a key Secret belongs to.
 	LabelPlatformRegistration = "lti.ltiop.dev/platform-registration"
 
+	// LabelOrigin on a PlatformRegistration says who wrote it. Only dynamic registration sets
+	// it (to OriginDynamicRegistration): such registrations were asked for without a
+	// credential, so they get no key until activated, are bounded in number, and expire
+	// when never activated. Without it, a registration is trusted (kubectl, platforms API).
+	LabelOrigin = "lti.ltiop.dev/origin"
+	// OriginDynamicRegistration is LabelOrigin on registrations written by /lti/register.
+	OriginDynamicRegistration = "dynamic-registration"
+
 	// SecretTypeToolKey is the type of the Secret holding a registration's private key.
 	SecretTypeToolKey = "lti.ltiop.dev/tool-key"
 	// SecretKeyPrivateKey is the Secret data key of the PKCS#8 PEM private key.
@@ -68,14 +76,19 @@ const (
 
 // Reasons used on the conditions. They are stable: tools and alerts may match on them.
 const (
-	ReasonReady                  = "Ready"
-	ReasonKeyPending             = "KeyPending"
-	ReasonInvalidAuthConfig      = "InvalidAuthConfig"
-	ReasonInsecureURL            = "InsecureURL"
-	ReasonDuplicateRegistration  = "DuplicateRegistration"
-	ReasonKeySecretConflict      = "KeySecretConflict"
-	ReasonKeyCreated             = "KeyCreated"
-	ReasonKeyRegenerated         = "KeyRegenerated"
+	ReasonReady                 = "Ready"
+	ReasonKeyPending            = "KeyPending"
+	ReasonInvalidAuthConfig     = "InvalidAuthConfig"
+	ReasonInsecureURL           = "InsecureURL"
+	ReasonDuplicateRegistration = "DuplicateRegistration"
+	ReasonKeySecretConflict     = "KeySecretConflict"
+	ReasonKeyCreated            = "KeyCreated"
+	ReasonKeyRegenerated        = "KeyRegenerated"
+	// ReasonAwaitingActivation: a dynamic registration that was never active has no key yet
+	// (not an error; activating it makes the key).
+	ReasonAwaitingActivation = "AwaitingActivation"
+	// ReasonExpired: a dynamic registration never activated within its time was deleted.
+	ReasonExpired                = "Expired"
 	ReasonOAuth2Configured       = "Configured"
 	ReasonOAuth2SecretMissing    = "SecretMissing"
 	ReasonOAuth2SecretIncomplete = "SecretIncomplete"

@@ -73,6 +73,9 @@ type Config struct {
 	RegistrationAutoActivate bool `json:"registrationAutoActivate"`
 	// PreApprovalURL, when set, sends dynamic registrations to the integrator for approval.
 	PreApprovalURL string `json:"preApprovalUrl"`
+	// DynamicRegistration bounds what /lti/register, reachable without a credential, may
+	// write, and can require a registration token.
+	DynamicRegistration DynamicRegistration `json:"dynamicRegistration"`
 	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard on
 	// URLs that come from requests (dynamic registration).
 	OutboundAllowLoopback bool     `json:"outboundAllowLoopback"`
@@ -101,6 +104,26 @@ type Config struct {
 	// TrustedProxies are the CIDR ranges (or addresses) of reverse proxies whose
 	// X-Forwarded-For names the client; from anyone else the header is ignored.
 	TrustedProxies []string `json:"trustedProxies"`
+}
+
+// DynamicRegistration are the limits of dynamic registration (docs/dynamic-registration.md).
+type DynamicRegistration struct {
+	// MaxPending is how many registrations written by /lti/register and never activated
+	// may exist; past it /lti/register answers 429 and writes nothing.
+	MaxPending int `json:"maxPending"`
+	// PendingExpiry is how long such a registration is kept when never activated.
+	PendingExpiry Duration `json:"pendingExpiry"`
+	// RequireToken accepts registrations only at /lti/register/<token>, the token being
+	// read from TokenSecret (data key TokenSecretKey).
+	RequireToken   bool   `json:"requireToken"`
+	TokenSecret    string `json:"tokenSecret"`
+	TokenSecretKey string `json:"tokenSecretKey"`
+}
+
+// DefaultDynamicRegistration bounds dynamic registration without requiring a token.
+func DefaultDynamicRegistration() DynamicRegistration {
+	return DynamicRegistration{MaxPending: 50, PendingExpiry: Duration{7 * 24 * time.Hour},
+		TokenSecret: "ltiop-registration-token", TokenSecretKey: "token"}
 }
 
 // RateLimit is one token bucket per client IP: Rate requests a second sustained, Burst at
@@ -164,23 +187,24 @@ func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.
 // Default returns the configuration used where nothing else is given.
 func Default() Config {
 	return Config{
-		Namespace:          inClusterNamespace(),
-		Listen:             ":3000",
-		MetricsListen:      ":8080",
-		APIKeySecret:       "ltiop-api-key",
-		APIKeySecretKey:    "apiKey",
-		MaxBodyBytes:       1 << 20,
-		KeyWait:            Duration{10 * time.Second},
-		ClockSkew:          Duration{time.Minute},
-		ServiceSecret:      ltiv1.DefaultServiceSecretName,
-		ToolName:           "ltiop",
-		CanvasPrivacyLevel: "public",
-		ShutdownTimeout:    Duration{15 * time.Second},
-		ShutdownDelay:      Duration{5 * time.Second},
-		ServiceKeyLifetime: Duration{90 * 24 * time.Hour},
-		ReplayStore:        "memory",
-		ReplayStoreTimeout: Duration{100 * time.Millisecond},
-		RateLimits:         DefaultRateLimits(),
+		Namespace:           inClusterNamespace(),
+		Listen:              ":3000",
+		MetricsListen:       ":8080",
+		APIKeySecret:        "ltiop-api-key",
+		APIKeySecretKey:     "apiKey",
+		MaxBodyBytes:        1 << 20,
+		KeyWait:             Duration{10 * time.Second},
+		ClockSkew:           Duration{time.Minute},
+		ServiceSecret:       ltiv1.DefaultServiceSecretName,
+		ToolName:            "ltiop",
+		CanvasPrivacyLevel:  "public",
+		ShutdownTimeout:     Duration{15 * time.Second},
+		ShutdownDelay:       Duration{5 * time.Second},
+		ServiceKeyLifetime:  Duration{90 * 24 * time.Hour},
+		ReplayStore:         "memory",
+		ReplayStoreTimeout:  Duration{100 * time.Millisecond},
+		RateLimits:          DefaultRateLimits(),
+		DynamicRegistration: DefaultDynamicRegistration(),
 	}
 }
 
@@ -215,6 +239,11 @@ var settings = []setting{
 	{"canvas-privacy-level", "LTIOP_CANVAS_PRIVACY_LEVEL", "Canvas privacy level: anonymous, name_only, email_only or public", func(c *Config) flag.Value { return (*stringValue)(&c.CanvasPrivacyLevel) }},
 	{"registration-auto-activate", "LTIOP_REGISTRATION_AUTO_ACTIVATE", "make dynamically registered platforms active at once", func(c *Config) flag.Value { return (*boolValue)(&c.RegistrationAutoActivate) }},
 	{"pre-approval-url", "LTIOP_PRE_APPROVAL_URL", "integrator page that approves dynamic registrations (?registrationId=)", func(c *Config) flag.Value { return (*stringValue)(&c.PreApprovalURL) }},
+	{"dynamic-registration-max-pending", "LTIOP_DYNAMIC_REGISTRATION_MAX_PENDING", "most registrations /lti/register may hold that were never activated (then 429)", func(c *Config) flag.Value { return (*intValue)(&c.DynamicRegistration.MaxPending) }},
+	{"dynamic-registration-pending-expiry", "LTIOP_DYNAMIC_REGISTRATION_PENDING_EXPIRY", "age at which a dynamic registration never activated is deleted", func(c *Config) flag.Value { return (*durationValue)(&c.DynamicRegistration.PendingExpiry.Duration) }},
+	{"dynamic-registration-require-token", "LTIOP_DYNAMIC_REGISTRATION_REQUIRE_TOKEN", "register platforms only at /lti/register/<token>, the token read from the token Secret", func(c *Config) flag.Value { return (*boolValue)(&c.DynamicRegistration.RequireToken) }},
+	{"dynamic-registration-token-secret", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET", "name of the Secret holding the registration token", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecret) }},
+	{"dynamic-registration-token-secret-key", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY", "data key of the registration token inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecretKey) }},
 	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let dynamic registration reach loopback addresses (local LMS simulators)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
 	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges dynamic registration may reach (on-premises LMSs)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
 	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
@@ -390,6 +419,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateReplayStore(add)
 	c.validateRateLimits(add)
+	c.validateDynamicRegistration(add)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}
@@ -437,6 +467,23 @@ func (c *Config) validateRateLimits(add func(string, ...any)) {
 		if _, err := ParseCIDROrAddr(cidr); err != nil {
 			add("trustedProxies: %q is not a CIDR range or an address", cidr)
 		}
+	}
+}
+
+// validateDynamicRegistration checks the bound, the expiry and the token Secret.
+func (c *Config) validateDynamicRegistration(add func(string, ...any)) {
+	d := c.DynamicRegistration
+	if d.MaxPending < 1 || d.MaxPending > 10000 {
+		add("dynamicRegistration.maxPending: must be between 1 and 10000, got %d", d.MaxPending)
+	}
+	if d.PendingExpiry.Duration < time.Minute {
+		add("dynamicRegistration.pendingExpiry: must be at least 1m, got %s", d.PendingExpiry.Duration)
+	}
+	if msgs := validation.IsDNS1123Subdomain(d.TokenSecret); len(msgs) > 0 {
+		add("dynamicRegistration.tokenSecret %q: %s", d.TokenSecret, strings.Join(msgs, "; "))
+	}
+	if d.TokenSecretKey == "" {
+		add("dynamicRegistration.tokenSecretKey: required")
 	}
 }
 
@@ -552,6 +599,15 @@ func (v *rateLimitValue) String() string {
 	}
 	return strconv.FormatFloat(v.Rate, 'g', -1, 64) + "/" + strconv.Itoa(v.Burst)
 }
+
+type intValue int
+
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	*v = intValue(n)
+	return err
+}
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
 
 type int64Value int64
 

@@ -83,6 +83,8 @@ func TestLoadDefaults(t *testing.T) {
 			PlatformToken:     config.RateLimit{Rate: 20, Burst: 400},
 			OAuth:             config.RateLimit{Rate: 10, Burst: 400},
 		},
+		DynamicRegistration: config.DynamicRegistration{MaxPending: 50, PendingExpiry: config.Duration{Duration: 7 * 24 * time.Hour},
+			TokenSecret: "ltiop-registration-token", TokenSecretKey: "token"},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
@@ -161,6 +163,11 @@ rateLimits:
   launch: {rate: 0}
   register: {rate: 0.5, burst: 5}
 trustedProxies: [10.0.0.0/8, "192.0.2.1"]
+dynamicRegistration:
+  maxPending: 10
+  pendingExpiry: 48h
+  requireToken: true
+  tokenSecret: registration-token
 `)
 	tests := []struct {
 		name  string
@@ -194,6 +201,8 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 						return r
 					}(),
 					TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1"},
+					DynamicRegistration: config.DynamicRegistration{MaxPending: 10, PendingExpiry: config.Duration{Duration: 48 * time.Hour},
+						RequireToken: true, TokenSecret: "registration-token", TokenSecretKey: "token"},
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -212,6 +221,8 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 				"LTIOP_REPLAY_STORE": "rediss://redis.example:6380/1", "LTIOP_REPLAY_STORE_PASSWORD": "from-secret",
 				"LTIOP_REPLAY_STORE_KEY_PREFIX": "env:", "LTIOP_REPLAY_STORE_TIMEOUT": "250ms",
 				"LTIOP_RATE_LIMIT_LAUNCH": "30/600", "LTIOP_RATE_LIMIT_OAUTH": "0", "LTIOP_TRUSTED_PROXIES": "10.0.0.0/8, fd00::/8",
+				"LTIOP_DYNAMIC_REGISTRATION_MAX_PENDING": "7", "LTIOP_DYNAMIC_REGISTRATION_REQUIRE_TOKEN": "true",
+				"LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY": "envToken",
 			},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
@@ -236,6 +247,11 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 						return r
 					}(),
 					TrustedProxies: []string{"10.0.0.0/8", "fd00::/8"},
+					DynamicRegistration: func() config.DynamicRegistration {
+						d := config.DefaultDynamicRegistration()
+						d.MaxPending, d.RequireToken, d.TokenSecretKey = 7, true, "envToken"
+						return d
+					}(),
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -255,6 +271,8 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 				"--replay-store-key-prefix", "flag:", "--replay-store-timeout", "80ms",
 				"--rate-limit-register", "0", "--rate-limit-platform-authorize", "2.5/50", "--rate-limit-platform-token", "off",
 				"--trusted-proxies", "172.16.0.0/12",
+				"--dynamic-registration-max-pending", "20", "--dynamic-registration-pending-expiry", "24h",
+				"--dynamic-registration-token-secret", "flag-token",
 			},
 			env: env{"LTIOP_RATE_LIMIT_PLATFORM_AUTHORIZE": "7/70", "LTIOP_NAMESPACE": "from-env", "LTIOP_KEY_WAIT": "4s", "LTIOP_MAX_BODY_BYTES": "4096"},
 			check: func(t *testing.T, c *config.Config) {
@@ -280,6 +298,11 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 						return r
 					}(),
 					TrustedProxies: []string{"172.16.0.0/12"},
+					DynamicRegistration: func() config.DynamicRegistration {
+						d := config.DefaultDynamicRegistration()
+						d.MaxPending, d.PendingExpiry, d.TokenSecret = 20, config.Duration{Duration: 24 * time.Hour}, "flag-token"
+						return d
+					}(),
 				}
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
@@ -392,6 +415,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "shutdownDelay negative", env: base().with("LTIOP_SHUTDOWN_DELAY", "-1s"), want: []string{"shutdownDelay: must not be negative"}},
 		{name: "relative launchUrl", env: base().with("LTIOP_LAUNCH_URL", "/launch"), want: []string{"launchUrl", "absolute https URL"}},
 		{name: "http deepLinkingUrl without dev mode", env: base().with("LTIOP_DEEP_LINKING_URL", "http://app.example.com/deep"), want: []string{"deepLinkingUrl", "must use https"}},
+		{name: "dynamicRegistration.maxPending zero", env: base().with("LTIOP_DYNAMIC_REGISTRATION_MAX_PENDING", "0"), want: []string{"dynamicRegistration.maxPending: must be between 1 and 10000, got 0"}},
+		{name: "dynamicRegistration.maxPending not a number", args: []string{"--dynamic-registration-max-pending", "many"}, env: base(), want: []string{"many"}},
+		{name: "dynamicRegistration.pendingExpiry too short", env: base().with("LTIOP_DYNAMIC_REGISTRATION_PENDING_EXPIRY", "10s"), want: []string{"dynamicRegistration.pendingExpiry: must be at least 1m"}},
+		{name: "invalid dynamicRegistration.tokenSecret", file: "dynamicRegistration: {tokenSecret: Bad_Name}\n", env: base(), want: []string{`dynamicRegistration.tokenSecret "Bad_Name"`}},
 		{name: "invalid apiKeySecret", env: base().with("LTIOP_API_KEY_SECRET", "Bad Secret"), want: []string{`apiKeySecret "Bad Secret"`}},
 		{name: "unknown YAML key", file: "listen: \":3000\"\nlisten_address: \":3001\"\n", env: base(), want: []string{"configuration file", "listen_address"}},
 		{name: "YAML duration as a number", file: "keyWait: 3\n", env: base(), want: []string{"configuration file", "duration"}},

@@ -16,6 +16,9 @@ const (
 	Keys = "/lti/keys"
 	// Register is the dynamic registration initiation URL.
 	Register = "/lti/register"
+	// RegisterWithToken is the registration URL when a registration token is required
+	// (dynamicRegistration.requireToken); the path carries a secret, so logs show the pattern.
+	RegisterWithToken = "/lti/register/{token}"
 	// CanvasConfiguration is the Canvas developer-key JSON configuration.
 	CanvasConfiguration = "/register/canvas"
 )

@@ -137,7 +137,7 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, duplicate(other))
 		return
 	}
-	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, spec, FieldManager)
+	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, spec, FieldManager, nil)
 	if createErr != nil {
 		httpapi.WriteError(w, APIServerError(r.Context(), createErr))
 		return
@@ -355,10 +355,10 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 }
 
 // CreateRegistration creates a registration with a generated, DNS-safe name derived from
-// the issuer's host, under the given field manager.
-func CreateRegistration(ctx context.Context, c client.Client, namespace string, spec *ltiv1.PlatformRegistrationSpec, manager string) (*ltiv1.PlatformRegistration, error) {
+// the issuer's host, under the given field manager, with the given labels (nil for none).
+func CreateRegistration(ctx context.Context, c client.Client, namespace string, spec *ltiv1.PlatformRegistrationSpec, manager string, labels map[string]string) (*ltiv1.PlatformRegistration, error) {
 	reg := &ltiv1.PlatformRegistration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: namePrefix(string(spec.URL))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: namePrefix(string(spec.URL)), Labels: labels},
 		Spec:       *spec,
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)

@@ -60,7 +60,8 @@ func (k *APIKey) update(obj any) {
 	k.tooShort.Store(key != "" && len(key) < MinAPIKeyLength)
 	if key == "" || len(key) < MinAPIKeyLength {
 		if key != "" {
-			log.Log.WithName("apikey").Info("ignoring the API key: it is shorter than the minimum; the integrator API stays closed and /readyz fails until the Secret holds a longer one",
+			// The same type follows the registration token: the message names the Secret, not a use.
+			log.Log.WithName("apikey").Info("ignoring the key in the Secret: it is shorter than the minimum; what it guards stays closed until the Secret holds a longer one",
 				"secret", k.secretName, "key", k.dataKey, "minLength", MinAPIKeyLength)
 		}
 		k.digest.Store(nil)

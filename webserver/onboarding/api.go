@@ -91,6 +91,20 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	active := o.opts.AutoActivate
+	if body.AutoActivate != nil {
+		active = *body.AutoActivate
+	}
+	// Approved but left inactive, it awaits activation like any other: the bound holds.
+	done := func(string) {}
+	if !active {
+		if done, herr = o.bound.reserve(); herr != nil {
+			httpapi.WriteError(w, herr)
+			return
+		}
+	}
+	id := ""
+	defer func() { done(id) }()
 	now := o.now()
 	if first, err := o.used.Use(r.Context(), "registration:"+tokenID, now.Add(pendingTTL), now); err != nil {
 		httpapi.WriteError(w, httpapi.ReplayStoreUnavailable(err))
@@ -99,11 +113,7 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusConflict, "REGISTRATION_ALREADY_COMPLETED", "This registration was already completed."))
 		return
 	}
-	active := o.opts.AutoActivate
-	if body.AutoActivate != nil {
-		active = *body.AutoActivate
-	}
-	id, herr := o.complete(r.Context(), pc, p.Token, body.PlatformName, active, body.Messages)
+	id, herr = o.complete(r.Context(), pc, p.Token, body.PlatformName, active, body.Messages)
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return

@@ -128,6 +128,7 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 	onboarding.SetClock(h.o, func() time.Time { return time.Now().Add(time.Duration(h.clock.Load())) })
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+paths.Register, h.o.Register)
+	mux.HandleFunc("GET "+paths.RegisterWithToken, h.o.RegisterWithToken)
 	mux.HandleFunc("GET "+paths.CanvasConfiguration, h.o.CanvasConfiguration)
 	mux.HandleFunc("GET /api/registrations/{id}", h.o.Get)
 	mux.HandleFunc("POST /api/registrations/{id}/complete", h.o.Complete)

@@ -46,6 +46,18 @@ type Options struct {
 	AutoActivate   bool
 	PreApprovalURL string
 	Outbound       outbound.Policy
+	// MaxPending bounds the dynamic registrations awaiting activation that /lti/register
+	// may write; 0 means no bound (embedded use; the configuration always sets one).
+	MaxPending int
+	// RegistrationToken, when set, is required: registration happens only at
+	// /lti/register/{token}, and /lti/register refuses.
+	RegistrationToken TokenChecker
+}
+
+// TokenChecker compares a presented registration token with the configured one in
+// constant time (httpapi.APIKey does, reading it from a Secret).
+type TokenChecker interface {
+	Check(presented string) *httpapi.Error
 }
 
 // Onboarding serves the onboarding endpoints.
@@ -59,13 +71,17 @@ type Onboarding struct {
 	now      func() time.Time
 
 	learning sync.Map // "uid/deployment" being recorded, so a burst of launches writes once
+	bound    *pendingBound
 }
 
 // New returns the onboarding handlers. used records the single use of pre-approved
 // registrations.
 func New(opts Options, reg *registry.Registry, writer client.Client, keyring *sessions.Keyring, used replay.Store) *Onboarding {
-	return &Onboarding{opts: opts, registry: reg, writer: writer, keyring: keyring,
+	o := &Onboarding{opts: opts, registry: reg, writer: writer, keyring: keyring,
 		http: outbound.NewClient(opts.Outbound), used: used, now: time.Now}
+	o.bound = &pendingBound{max: opts.MaxPending, registry: reg, now: func() time.Time { return o.now() },
+		unseen: map[string]time.Time{}}
+	return o
 }
 
 // pending is a registration waiting for the integrator's approval (sealed in its id).
@@ -78,6 +94,37 @@ type pending struct {
 // Register serves GET /lti/register, opened by the LMS in an iframe or popup with
 // openid_configuration and registration_token (conformance §6).
 func (o *Onboarding) Register(w http.ResponseWriter, r *http.Request) {
+	if o.opts.RegistrationToken != nil {
+		o.fail(w, r, httpapi.Errorf(http.StatusForbidden, "REGISTRATION_TOKEN_REQUIRED",
+			"This ltiop registers platforms only at the registration URL its operator gives out (/lti/register/<token>)."))
+		return
+	}
+	o.register(w, r)
+}
+
+// RegisterWithToken serves GET /lti/register/{token}: Register, for holders of the
+// registration token (dynamicRegistration.requireToken).
+func (o *Onboarding) RegisterWithToken(w http.ResponseWriter, r *http.Request) {
+	if o.opts.RegistrationToken == nil {
+		o.fail(w, r, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound,
+			"Registration tokens are not in use here: register at /lti/register."))
+		return
+	}
+	if herr := o.opts.RegistrationToken.Check(r.PathValue("token")); herr != nil {
+		if herr.Status == http.StatusServiceUnavailable {
+			log.FromContext(r.Context()).Info("dynamic registration refused: requireToken is on but no usable token is configured")
+			o.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, "REGISTRATION_TOKEN_NOT_CONFIGURED",
+				"Dynamic registration needs a registration token, and none is configured yet."))
+			return
+		}
+		o.fail(w, r, httpapi.Errorf(http.StatusForbidden, "INVALID_REGISTRATION_TOKEN",
+			"The registration URL is not valid: ask the operator of this ltiop for the current one."))
+		return
+	}
+	o.register(w, r)
+}
+
+func (o *Onboarding) register(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	configURL, token := q.Get("openid_configuration"), q.Get("registration_token")
 	if configURL == "" { // T-DR-01
@@ -86,12 +133,27 @@ func (o *Onboarding) Register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := o.opts.Outbound.Check(configURL); err != nil {
-		o.fail(w, r, httpapi.Errorf(http.StatusBadRequest, "INVALID_OPENID_CONFIGURATION_URL", err.Error()))
+		log.FromContext(r.Context()).Info("dynamic registration refused", "code", "INVALID_OPENID_CONFIGURATION_URL", "reason", err.Error())
+		o.fail(w, r, httpapi.Errorf(http.StatusBadRequest, "INVALID_OPENID_CONFIGURATION_URL",
+			"The openid_configuration URL cannot be used: it must be an https URL with a host name or an allowed address, without user information."))
 		return
 	}
+	// Written without pre-approval and inactive: take a place under the pending bound
+	// before any request goes out, so a refused registration costs nothing.
+	done := func(string) {}
+	if o.opts.PreApprovalURL == "" && !o.opts.AutoActivate {
+		var herr *httpapi.Error
+		if done, herr = o.bound.reserve(); herr != nil {
+			log.FromContext(r.Context()).Info("dynamic registration refused: too many awaiting activation", "max", o.opts.MaxPending)
+			o.fail(w, r, herr)
+			return
+		}
+	}
+	id := ""
+	defer func() { done(id) }()
 	pc, err := dynreg.FetchConfiguration(r.Context(), o.http, configURL, token)
 	if err != nil {
-		o.fail(w, r, registrationError(err))
+		o.fail(w, r, registrationError(r.Context(), err))
 		return
 	}
 	if o.opts.PreApprovalURL != "" {
@@ -121,7 +183,7 @@ func (o *Onboarding) Register(w http.ResponseWriter, r *http.Request) {
 func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, token, name string, active bool, messages []string) (string, *httpapi.Error) {
 	registered, err := dynreg.Register(ctx, o.http, pc, token, dynreg.BuildRegistration(o.opts.Tool, pc, messages))
 	if err != nil {
-		return "", registrationError(err)
+		return "", registrationError(ctx, err)
 	}
 	return o.upsert(ctx, pc, registered, name, active)
 }
@@ -157,7 +219,10 @@ func (o *Onboarding) upsert(ctx context.Context, pc *dynreg.PlatformConfig, reg 
 		}
 		id = current.ID
 	} else {
-		created, err := admin.CreateRegistration(ctx, o.writer, o.opts.Namespace, spec, registrationManager)
+		// Labelled: asked for without a credential, it gets no key until activated and
+		// expires if never activated (controllers/pendingregistration.go).
+		created, err := admin.CreateRegistration(ctx, o.writer, o.opts.Namespace, spec, registrationManager,
+			map[string]string{ltiv1.LabelOrigin: ltiv1.OriginDynamicRegistration})
 		if err != nil {
 			return "", admin.APIServerError(ctx, err)
 		}
@@ -231,19 +296,27 @@ func (o *Onboarding) recordDeployments(ctx context.Context, id, deploymentID str
 		client.FieldOwner(launchManager), client.ForceOwnership)
 }
 
-// registrationError maps a dynamic-registration failure to the envelope.
-func registrationError(err error) *httpapi.Error {
+// registrationError maps a dynamic-registration failure to the envelope. The answer names
+// no address and quotes nothing the platform (or whatever answered in its place) sent, so
+// /lti/register cannot be used to read other hosts; the detail goes to the log.
+func registrationError(ctx context.Context, err error) *httpapi.Error {
+	log.FromContext(ctx).Info("dynamic registration failed", "reason", err.Error())
 	var de *dynreg.Error
 	var oe *outbound.Error
 	switch {
 	case errors.As(err, &oe):
-		return httpapi.Errorf(http.StatusBadRequest, "URL_NOT_ALLOWED", "The platform URL cannot be used: "+oe.Error()+".")
+		return httpapi.Errorf(http.StatusBadRequest, "URL_NOT_ALLOWED",
+			"A platform URL, or where it resolves or redirects to, is not allowed by ltiop's outbound policy.")
 	case errors.As(err, &de):
 		status := http.StatusBadGateway
-		if de.Code == "ISSUER_MISMATCH" || de.Code == "INVALID_CONFIGURATION" {
+		if de.Code == dynreg.CodeIssuerMismatch || de.Code == dynreg.CodeInvalidConfiguration {
 			status = http.StatusBadRequest
 		}
-		e := httpapi.Errorf(status, de.Code, de.Message)
+		message, ok := registrationMessages[de.Code]
+		if !ok {
+			message = "The registration with the platform failed."
+		}
+		e := httpapi.Errorf(status, de.Code, message)
 		if de.Status != 0 {
 			e.Upstream = &httpapi.Upstream{Status: de.Status}
 		}
@@ -251,6 +324,18 @@ func registrationError(err error) *httpapi.Error {
 	default:
 		return httpapi.Errorf(http.StatusBadGateway, httpapi.CodeUpstream, "The platform could not be reached.")
 	}
+}
+
+// registrationMessages are the fixed descriptions of the dynreg codes.
+var registrationMessages = map[string]string{
+	dynreg.CodeConfigurationUnavailable: "The platform's OpenID configuration could not be fetched.",
+	dynreg.CodeInvalidConfiguration: "The platform's OpenID configuration is not usable: it must be a JSON object whose issuer, " +
+		"authorization_endpoint, registration_endpoint, jwks_uri and token_endpoint are absolute URLs (https when the configuration URL is).",
+	dynreg.CodeIssuerMismatch: "The issuer must be on the host of the OpenID configuration URL, " +
+		"and the registration endpoint on the issuer's host.",
+	dynreg.CodeRegistrationUnavailable:     "The platform's registration endpoint did not answer.",
+	dynreg.CodeRegistrationRefused:         "The platform refused the registration.",
+	dynreg.CodeInvalidRegistrationResponse: "The platform's answer to the registration is not a JSON object with a client_id.",
 }
 
 func mustJSON(v any) []byte {

@@ -26,6 +26,7 @@ func (o *Onboarding) closingPage(w http.ResponseWriter, message string) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer") // the registration URL may carry the token
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-"+nonce+"'")
 	_, _ = w.Write([]byte(page))
 }

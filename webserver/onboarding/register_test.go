@@ -152,47 +152,53 @@ func TestRegisterRefusalsBeforeRegistering(t *testing.T) {
 		status    int
 		code      string
 		says      string
+		hides     string // what the answer must not name: an address, the upstream's body
 	}{
 		{name: "T-DR-01 no openid_configuration", url: func() string { return h.ltiop.URL + paths.Register },
 			status: 400, code: "MISSING_OPENID_CONFIGURATION"},
 		{name: "a private address", url: func() string {
 			return startURL(func(q url.Values) { q.Set("openid_configuration", "http://10.1.2.3/.well-known/openid-configuration") })
-		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "private"},
+		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "allowed address", hides: "10.1.2.3"},
 		{name: "the cloud metadata address", url: func() string {
 			return startURL(func(q url.Values) { q.Set("openid_configuration", "http://169.254.169.254/latest/meta-data/") })
-		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "169.254.169.254"},
+		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "allowed address", hides: "169.254"},
 		{name: "not a URL", url: func() string {
 			return startURL(func(q url.Values) { q.Set("openid_configuration", "/.well-known/openid-configuration") })
-		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "absolute"},
+		}, status: 400, code: "INVALID_OPENID_CONFIGURATION_URL", says: "https URL"},
 		{name: "a redirect to a private address", url: func() string {
 			return startURL(func(q url.Values) { q.Set("openid_configuration", h.lmsURL+"/moved") })
-		}, intercept: privateRedirect, status: 400, code: "URL_NOT_ALLOWED", says: "10.1.2.3"},
+		}, intercept: privateRedirect, status: 400, code: "URL_NOT_ALLOWED", says: "outbound policy", hides: "10.1.2.3"},
 		{name: "T-DR-02 an issuer on another host", url: func() string {
 			return startURL(func(q url.Values) {
 				q.Set("openid_configuration", strings.Replace(q.Get("openid_configuration"), "127.0.0.1", "localhost", 1))
 			})
-		}, status: 400, code: "ISSUER_MISMATCH", says: "issuer"},
+		}, status: 400, code: "ISSUER_MISMATCH", says: "issuer", hides: "localhost"},
 		{name: "T-DR-03 a wrong registration token", url: func() string {
 			return startURL(func(q url.Values) { q.Set("registration_token", "wrong") })
-		}, status: 502, code: "CONFIGURATION_UNAVAILABLE", says: "401"},
+		}, status: 502, code: "CONFIGURATION_UNAVAILABLE", says: "could not be fetched"},
 		{name: "a configuration that is not JSON", url: h.start, intercept: func(w http.ResponseWriter, r *http.Request) bool {
 			if r.URL.Path != lmssim.OpenIDConfigurationPath {
 				return false
 			}
-			_, _ = w.Write([]byte("<html>"))
+			_, _ = w.Write([]byte("<html>internal admin console"))
 			return true
-		}, status: 400, code: "INVALID_CONFIGURATION", says: "JSON"},
+		}, status: 400, code: "INVALID_CONFIGURATION", says: "JSON", hides: "internal admin console"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.intercept != nil {
 				h.interceptLMS(tc.intercept)
 			}
 			u := tc.url()
-			desc := testhttp.WantRefusal(t, h.open(u, true), tc.status, tc.code)
+			res := h.open(u, true)
+			desc := testhttp.WantRefusal(t, res, tc.status, tc.code)
 			if !strings.Contains(desc, tc.says) {
 				t.Fatalf("description %q does not say %q", desc, tc.says)
 			}
-			testhttp.WantRefusal(t, h.open(u, false), tc.status, tc.code) // the LMS's frame gets the HTML page
+			page := h.open(u, false)
+			testhttp.WantRefusal(t, page, tc.status, tc.code) // the LMS's frame gets the HTML page
+			if tc.hides != "" && (strings.Contains(res.Body, tc.hides) || strings.Contains(page.Body, tc.hides)) {
+				t.Fatalf("the answer names %q (the detail belongs in the log): %s", tc.hides, res.Body)
+			}
 		})
 	}
 	if n := len(h.lms.Registrations()); n != 0 || len(h.stored()) != 0 {
@@ -222,7 +228,7 @@ func TestRegisterWhenThePlatformRefuses(t *testing.T) {
 		{"REGISTRATION_REFUSED", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"error":"invalid_client_metadata"}`))
+			_, _ = w.Write([]byte(`{"error":"invalid_client_metadata","internal":"db01.corp:5432"}`))
 		}, "REGISTRATION_REFUSED", 400},
 		{"an answer without client_id", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
@@ -246,6 +252,9 @@ func TestRegisterWhenThePlatformRefuses(t *testing.T) {
 			})
 			res := h.open(h.start(), true)
 			testhttp.WantRefusal(t, res, 502, tc.code)
+			if strings.Contains(res.Body, "db01.corp") || strings.Contains(res.Body, "invalid_client_metadata") {
+				t.Fatalf("the answer quotes the platform's body: %s", res.Body)
+			}
 			details := res.JSON(t)["details"].(map[string]any)
 			if tc.upstream != 0 && (details["externalError"] != true || details["upstreamStatus"] != tc.upstream) {
 				t.Fatalf("details %v", details)

@@ -40,6 +40,9 @@ type Platform struct {
 	Spec            ltiv1.PlatformRegistrationSpec
 	// Ready mirrors the Ready condition for the current generation.
 	Ready bool
+	// AwaitingActivation: written by dynamic registration and never active yet (no key,
+	// counted against the pending bound).
+	AwaitingActivation bool
 	// SeenDeployments are the deployments recorded in status (learnt from launches).
 	SeenDeployments []string
 	// Key is the tool key the LMS trusts; nil until the controller has created it.
@@ -71,6 +74,7 @@ type Registry struct {
 	keysByUID map[types.UID]*ToolKey         // from Secrets, joined to registrations by owner UID
 	secretUID map[string]types.UID           // Secret name -> owner UID, to forget keys of deleted Secrets
 	changed   chan struct{}                  // closed and replaced on every change
+	awaiting  int                            // registrations with AwaitingActivation, kept by index/unindex
 
 	jwksMu    sync.Mutex
 	jwks      []byte // marshalled key set, rebuilt lazily after a change
@@ -197,8 +201,17 @@ func (r *Registry) WaitFor(ctx context.Context, id string, cond func(*Platform) 
 	}
 }
 
-// JWKS returns the marshalled key set of every registration's tool key. The bytes are
-// shared: callers must not modify them.
+// AwaitingActivation counts the dynamic registrations never activated, the ones
+// /lti/register may create only so many of.
+func (r *Registry) AwaitingActivation() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.awaiting
+}
+
+// JWKS returns the marshalled key set of every active registration's tool key: an
+// inactive registration signs nothing an LMS must verify. The bytes are shared: callers
+// must not modify them.
 func (r *Registry) JWKS() []byte {
 	r.jwksMu.Lock()
 	defer r.jwksMu.Unlock()
@@ -209,7 +222,7 @@ func (r *Registry) JWKS() []byte {
 	r.jwksDirty.Store(false) // a change after this point marks it dirty again
 	var ks []*ToolKey
 	for _, p := range r.byID {
-		if p.Key != nil {
+		if published(p) {
 			ks = append(ks, p.Key)
 		}
 	}
@@ -229,6 +242,9 @@ func (r *Registry) JWKS() []byte {
 	return b
 }
 
+// published says whether p's key is in /lti/keys.
+func published(p *Platform) bool { return p.Key != nil && p.Spec.IsActive() }
+
 // ---- informer callbacks ----
 
 // Apply records a PlatformRegistration (an informer's add or update). Exported so the
@@ -239,14 +255,15 @@ func (r *Registry) Apply(obj any) {
 		return
 	}
 	p := &Platform{
-		ID:              reg.Name,
-		Namespace:       reg.Namespace,
-		UID:             reg.UID,
-		Generation:      reg.Generation,
-		ResourceVersion: reg.ResourceVersion,
-		Created:         reg.CreationTimestamp.Time,
-		Spec:            *reg.Spec.DeepCopy(),
-		SeenDeployments: slices.Clone(reg.Status.DeploymentIDs),
+		ID:                 reg.Name,
+		Namespace:          reg.Namespace,
+		UID:                reg.UID,
+		Generation:         reg.Generation,
+		ResourceVersion:    reg.ResourceVersion,
+		Created:            reg.CreationTimestamp.Time,
+		Spec:               *reg.Spec.DeepCopy(),
+		SeenDeployments:    slices.Clone(reg.Status.DeploymentIDs),
+		AwaitingActivation: reg.AwaitingActivation(),
 	}
 	p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
@@ -343,6 +360,9 @@ func (r *Registry) setKey(owner types.UID, key *ToolKey) {
 }
 
 func (r *Registry) index(p *Platform) {
+	if p.AwaitingActivation {
+		r.awaiting++
+	}
 	k := issuerClient{string(p.Spec.URL), p.Spec.ClientID}
 	r.peers[k] = append(r.peers[k], p)
 	if r.clients[k.issuer] == nil {
@@ -353,6 +373,9 @@ func (r *Registry) index(p *Platform) {
 }
 
 func (r *Registry) unindex(p *Platform) {
+	if p.AwaitingActivation {
+		r.awaiting--
+	}
 	k := issuerClient{string(p.Spec.URL), p.Spec.ClientID}
 	r.peers[k] = slices.DeleteFunc(r.peers[k], func(q *Platform) bool { return q == p })
 	if len(r.peers[k]) == 0 {

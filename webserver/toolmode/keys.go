@@ -8,7 +8,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/registry"
 )
 
-// Keys serves GET /lti/keys: the public key of every registration (T-JWKS-04). The bytes
+// Keys serves GET /lti/keys: the public key of every active registration (T-JWKS-04). The bytes
 // are marshalled once per change by the registry, not per request.
 func Keys(reg *registry.Registry) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
