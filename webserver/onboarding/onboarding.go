@@ -237,7 +237,7 @@ func registrationError(err error) *httpapi.Error {
 	var oe *outbound.Error
 	switch {
 	case errors.As(err, &oe):
-		return httpapi.Errorf(http.StatusBadRequest, "URL_NOT_ALLOWED", "The platform URL cannot be used: "+oe.Error()+".")
+		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeURLNotAllowed, "The platform URL cannot be used: "+oe.Error()+".")
 	case errors.As(err, &de):
 		status := http.StatusBadGateway
 		if de.Code == "ISSUER_MISMATCH" || de.Code == "INVALID_CONFIGURATION" {
