@@ -64,3 +64,14 @@ func Public() outbound.Policy {
 func Dev() outbound.Policy {
 	return outbound.Policy{AllowHTTP: true, AllowLoopback: true}
 }
+
+// NewRedirector starts a host on 127.0.0.1 (public under Public) that answers every
+// request with a 307 to target: a public URL leading inside, or elsewhere.
+func NewRedirector(tb testing.TB, target string) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target, http.StatusTemporaryRedirect)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
