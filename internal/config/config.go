@@ -73,8 +73,9 @@ type Config struct {
 	RegistrationAutoActivate bool `json:"registrationAutoActivate"`
 	// PreApprovalURL, when set, sends dynamic registrations to the integrator for approval.
 	PreApprovalURL string `json:"preApprovalUrl"`
-	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard on
-	// URLs that come from requests (dynamic registration).
+	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard of
+	// every outbound call (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration). Dev
+	// mode implies OutboundAllowLoopback.
 	OutboundAllowLoopback bool     `json:"outboundAllowLoopback"`
 	OutboundAllowCIDRs    []string `json:"outboundAllowCidrs"`
 	// OAuthReturnURL is the integrator page the OAuth2 broker returns users to (?code=);
@@ -215,8 +216,8 @@ var settings = []setting{
 	{"canvas-privacy-level", "LTIOP_CANVAS_PRIVACY_LEVEL", "Canvas privacy level: anonymous, name_only, email_only or public", func(c *Config) flag.Value { return (*stringValue)(&c.CanvasPrivacyLevel) }},
 	{"registration-auto-activate", "LTIOP_REGISTRATION_AUTO_ACTIVATE", "make dynamically registered platforms active at once", func(c *Config) flag.Value { return (*boolValue)(&c.RegistrationAutoActivate) }},
 	{"pre-approval-url", "LTIOP_PRE_APPROVAL_URL", "integrator page that approves dynamic registrations (?registrationId=)", func(c *Config) flag.Value { return (*stringValue)(&c.PreApprovalURL) }},
-	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let dynamic registration reach loopback addresses (local LMS simulators)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
-	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges dynamic registration may reach (on-premises LMSs)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
+	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let outbound calls (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration) reach loopback addresses (local simulators; implied by dev mode)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
+	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses outbound calls may reach (on-premises LMSs and tools)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
 	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
 	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
