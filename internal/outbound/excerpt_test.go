@@ -58,3 +58,11 @@ func FuzzErrorExcerpt(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkErrorExcerpt(b *testing.B) {
+	body := []byte(`{"error":"invalid_grant","error_description":"The provided authorization grant is invalid, expired or revoked.","trace_id":"0af7651916cd43dd8448eb211c80319c"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		ErrorExcerpt(body)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -169,5 +170,15 @@ func TestMetricsOutcomes(t *testing.T) {
 	NewClient(Policy{Target: TargetNRPS}).Get(s.URL)
 	if got := count(TargetNRPS, OutcomeRefused) - before; got != 1 {
 		t.Errorf("refused counted %v, want 1", got)
+	}
+}
+
+// The metrics cost of one request: label lookup and counting.
+func BenchmarkObserve(b *testing.B) {
+	ctx := WithTarget(context.Background(), TargetNRPS)
+	res := &http.Response{StatusCode: http.StatusOK}
+	b.ReportAllocs()
+	for b.Loop() {
+		observe(targetOf(ctx, TargetToken), time.Now(), res, nil)
 	}
 }
