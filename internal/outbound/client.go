@@ -30,6 +30,8 @@ type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, e
 //     itself, refuses the connection if any resolved address is blocked, and dials the
 //     checked addresses, never the name; the socket's Control hook checks the address
 //     actually connected to once more;
+//   - a redirect never steps down from https to http and, with SameHostRedirects, stays
+//     on the first request's scheme, host and port;
 //   - no HTTP proxy, whatever the environment says;
 //   - TLS verified against the system roots, TLS 1.2 or later;
 //   - at most p.MaxRedirects redirects, the whole exchange (body included) within p.Timeout,
@@ -94,15 +96,15 @@ func (p Policy) redirectAllowed(next, first *url.URL, hops int) error {
 	if first.Scheme == "https" && next.Scheme != "https" {
 		return fail("redirect from https to " + next.Scheme + " refused")
 	}
-	if p.SameHostRedirects && !sameOrigin(first, next) {
+	if p.SameHostRedirects && !SameOrigin(first, next) {
 		return fail("redirect to another host refused (the request carries a credential)")
 	}
 	return nil
 }
 
-// sameOrigin reports whether a and b have the same scheme, host (case aside) and port
-// (default ports made explicit).
-func sameOrigin(a, b *url.URL) bool {
+// SameOrigin reports whether a and b have the same scheme, host (case aside) and port
+// (default ports made explicit): where a credential for a may go.
+func SameOrigin(a, b *url.URL) bool {
 	return a.Scheme == b.Scheme && strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a) == portOf(b)
 }
 
