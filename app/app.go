@@ -23,7 +23,6 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
-	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/admin"
@@ -204,36 +203,38 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if _, err := platformKey.Attach(ctx, mgr.GetCache(), cfg.Namespace, cfg.ServiceSecret); err != nil {
 		return nil, err
 	}
+	// Every call to another host goes through the outbound guard.
+	out, err := newOutboundClients(cfg)
+	if err != nil {
+		return nil, err
+	}
 	pm := cfg.Platform()
 	platform := platformmode.New(platformmode.Options{
 		PublicURL: cfg.PublicURL, Issuer: pm.Issuer, LaunchURL: pm.LaunchURL, DeepLinkingURL: pm.DeepLinkingURL,
 		DeepLinkingReturnURL: pm.DeepLinkingReturnURL, DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
-	}, tools, registry.NewPeerKeys(nil), platformKey, keyring, replays)
+	}, tools, registry.NewPeerKeys(out.keySets), platformKey, keyring, replays)
 
-	allowed, err := outbound.ParsePrefixes(cfg.OutboundAllowCIDRs)
-	if err != nil {
-		return nil, err
-	}
 	onboard := onboarding.New(onboarding.Options{
 		Tool: dynreg.ToolConfig{
 			PublicURL: cfg.PublicURL, Name: cfg.ToolName, Description: cfg.ToolDescription, LogoURL: cfg.ToolLogoURL,
 			DeepLinking: cfg.DeepLinkingURL != "", CanvasPrivacyLevel: cfg.CanvasPrivacyLevel,
 		},
 		Namespace: cfg.Namespace, AutoActivate: cfg.RegistrationAutoActivate, PreApprovalURL: cfg.PreApprovalURL,
-		Outbound:   outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.OutboundAllowLoopback, AllowPrefixes: allowed},
+		Outbound:   out.dynReg,
 		MaxPending: cfg.DynamicRegistration.MaxPending, RegistrationToken: registrationToken,
 	}, reg, mgr.GetClient(), keyring, replays)
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration,
-	}, reg, registry.NewPeerKeys(nil), keyring, replays, apiKey, advantage.NewClient(nil))
+	}, reg, registry.NewPeerKeys(out.keySets), keyring, replays, apiKey, advantage.NewClient(out.advantage))
 	if err != nil {
 		return nil, err
 	}
 
 	broker := oauthbroker.New(oauthbroker.Options{
 		PublicURL: cfg.PublicURL, ReturnURL: cfg.OAuthReturnURL, AllowedReturnURLs: cfg.OAuthAllowedReturnURLs, DevMode: cfg.DevMode,
+		HTTPClient: out.oauth,
 	}, reg, oauthbroker.NewSecretClients(mgr.GetAPIReader(), cfg.Namespace).Resolve, keyring, replays)
 
 	platforms := &admin.Platforms{

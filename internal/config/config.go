@@ -76,8 +76,9 @@ type Config struct {
 	// DynamicRegistration bounds what /lti/register, reachable without a credential, may
 	// write, and can require a registration token.
 	DynamicRegistration DynamicRegistration `json:"dynamicRegistration"`
-	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard on
-	// URLs that come from requests (dynamic registration).
+	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard of
+	// every outbound call (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration). Dev
+	// mode implies OutboundAllowLoopback.
 	OutboundAllowLoopback bool     `json:"outboundAllowLoopback"`
 	OutboundAllowCIDRs    []string `json:"outboundAllowCidrs"`
 	// OAuthReturnURL is the integrator page the OAuth2 broker returns users to (?code=);
@@ -244,8 +245,8 @@ var settings = []setting{
 	{"dynamic-registration-require-token", "LTIOP_DYNAMIC_REGISTRATION_REQUIRE_TOKEN", "register platforms only at /lti/register/<token>, the token read from the token Secret", func(c *Config) flag.Value { return (*boolValue)(&c.DynamicRegistration.RequireToken) }},
 	{"dynamic-registration-token-secret", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET", "name of the Secret holding the registration token", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecret) }},
 	{"dynamic-registration-token-secret-key", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY", "data key of the registration token inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecretKey) }},
-	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let dynamic registration reach loopback addresses (local LMS simulators)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
-	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges dynamic registration may reach (on-premises LMSs)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
+	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let outbound calls (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration) reach loopback addresses (local simulators; implied by dev mode)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
+	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses outbound calls may reach (on-premises LMSs and tools)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
 	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
 	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},

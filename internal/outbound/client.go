@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -28,6 +30,8 @@ type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, e
 //     itself, refuses the connection if any resolved address is blocked, and dials the
 //     checked addresses, never the name; the socket's Control hook checks the address
 //     actually connected to once more;
+//   - a redirect never steps down from https to http and, with SameHostRedirects, stays
+//     on the first request's scheme, host and port;
 //   - no HTTP proxy, whatever the environment says;
 //   - TLS verified against the system roots, TLS 1.2 or later;
 //   - at most p.MaxRedirects redirects, the whole exchange (body included) within p.Timeout,
@@ -71,14 +75,47 @@ func newClient(p Policy, lookup lookupFunc) *http.Client {
 	}
 }
 
+// checkRedirect runs before each redirect is followed: the limit, no step down from https
+// to http, the same host when the policy says so, and the URL check. A refusal is counted.
 func (p Policy) checkRedirect(req *http.Request, via []*http.Request) error {
-	if max := p.maxRedirects(); len(via) > max {
-		return &Error{
-			URL:    RedactURL(req.URL.String()),
-			Reason: "too many redirects (more than " + strconv.Itoa(max) + ")",
-		}
+	err := p.redirectAllowed(req.URL, via[0].URL, len(via))
+	if err != nil {
+		countRefused(targetOf(req.Context(), p.Target))
 	}
-	return p.Check(req.URL.String())
+	return err
+}
+
+func (p Policy) redirectAllowed(next, first *url.URL, hops int) error {
+	fail := func(reason string) error { return &Error{URL: RedactURL(next.String()), Reason: reason} }
+	if max := p.maxRedirects(); hops > max {
+		return fail("too many redirects (more than " + strconv.Itoa(max) + ")")
+	}
+	if err := p.Check(next.String()); err != nil {
+		return err
+	}
+	if first.Scheme == "https" && next.Scheme != "https" {
+		return fail("redirect from https to " + next.Scheme + " refused")
+	}
+	if p.SameHostRedirects && !SameOrigin(first, next) {
+		return fail("redirect to another host refused (the request carries a credential)")
+	}
+	return nil
+}
+
+// SameOrigin reports whether a and b have the same scheme, host (case aside) and port
+// (default ports made explicit): where a credential for a may go.
+func SameOrigin(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
 }
 
 // guard checks each request's URL before handing it to the transport, and names the URL
@@ -89,17 +126,21 @@ type guard struct {
 }
 
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	target := targetOf(req.Context(), g.policy.Target)
 	if err := g.policy.Check(req.URL.String()); err != nil {
 		if req.Body != nil {
 			req.Body.Close() // a RoundTripper always closes the body
 		}
+		countRefused(target)
 		return nil, err
 	}
 	if req.Header.Get("User-Agent") == "" {
 		req = req.Clone(req.Context()) // a RoundTripper must not modify its request
 		req.Header.Set("User-Agent", g.policy.userAgent())
 	}
+	start := time.Now()
 	resp, err := g.base.RoundTrip(req)
+	observe(target, start, resp, err)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) && e.URL == "" {

@@ -1,6 +1,7 @@
-// Package outbound fetches URLs that come from requests (dynamic registration: an LMS hands
-// ltiop its openid_configuration URL) without letting the requester reach what ltiop can
-// reach: the cluster network, the node, the cloud metadata service (SSRF).
+// Package outbound is how ltiop calls other hosts: key sets, token endpoints, NRPS and AGS,
+// the OAuth2 broker's token requests, dynamic registration. Their URLs come from platforms,
+// tools and requests, so no call may reach what ltiop can reach: the cluster network, the
+// node, the cloud metadata service (SSRF).
 //
 // A Policy says what is allowed. Policy.Check validates a URL before anything is sent;
 // NewClient returns an *http.Client that enforces the policy on every connection it opens,
@@ -10,6 +11,8 @@
 // Every refusal is an *Error, also when it comes back from (*http.Client).Do wrapped in a
 // *url.Error: use errors.As. Its message never contains a query string, a fragment or user
 // information; use Redact before logging any other error that may contain a URL.
+// ErrorExcerpt is all of an upstream error body that may be passed on. Every request is
+// counted in ltiop_outbound_requests_total and timed (metrics.go).
 package outbound
 
 import (
@@ -52,6 +55,13 @@ type Policy struct {
 	MaxRedirects int
 	// UserAgent is sent on requests that have none. Empty: version.UserAgent().
 	UserAgent string
+	// SameHostRedirects follows a redirect only to the first request's scheme, host and
+	// port: for calls that carry a credential (a bearer token, a client assertion, which a
+	// 307/308 sends again), so that it never leaves for another host.
+	SameHostRedirects bool
+	// Target names the calls in the metrics (TargetJWKS, TargetToken, …) unless a
+	// request's context says otherwise (WithTarget). Empty: TargetOther.
+	Target string
 }
 
 func (p Policy) timeout() time.Duration {

@@ -55,6 +55,9 @@ var _ = BeforeSuite(func() {
 	cfg.MaxBodyBytes = 64 << 10
 	cfg.KeyWait.Duration = 15 * time.Second
 	cfg.LaunchURL, cfg.DeepLinkingURL = launchURL, deepLinkingURL
+	// The simulated LMSs and tools listen on loopback: the outbound guard must let ltiop
+	// reach them (in production it refuses loopback).
+	cfg.OutboundAllowLoopback = true
 	Expect(cfg.Validate()).To(Succeed())
 
 	ltiop, err = app.New(ctx, &cfg, restCfg)

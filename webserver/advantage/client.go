@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/version"
 )
 
@@ -25,7 +26,7 @@ const (
 	maxTokenBody   = 64 << 10 // token endpoint response
 	maxAGSBody     = 2 << 20  // line items, results
 	maxNRPSBody    = 16 << 20 // one membership page
-	maxErrorBody   = 2 << 10  // what an UpstreamError keeps of a failed response
+	maxErrorBody   = 16 << 10 // what is read of a failed response, for its ErrorExcerpt
 	maxRedirects   = 5
 	drainOnDiscard = 64 << 10 // read this much of a discarded body so the connection can be reused
 )
@@ -38,13 +39,13 @@ var ErrForeignURL = errors.New("URL is not on the expected LMS host")
 // scope the call needs (T-AGS-02, T-CC-08). No request was sent to the service.
 var ErrScopeNotGranted = errors.New("scope not granted")
 
-// UpstreamError is an LMS failure: a non-2xx answer (Status, and Body truncated to 2 KiB),
+// UpstreamError is an LMS failure: a non-2xx answer (Status, and Body, its error fields),
 // no answer in time (Timeout), no answer at all (Status 0, Err), or an answer ltiop cannot
 // use (Status with Err). The token endpoint's RFC 6749 error is one too, with Code set.
 type UpstreamError struct {
 	Op      string // what was being done: "token", "memberships", "lineitems", "score", …
 	Status  int    // the LMS's HTTP status; 0 when it did not answer
-	Body    string // the start of the LMS's response body (at most 2 KiB), for diagnostics
+	Body    string // the JSON error fields of the LMS's answer (outbound.ErrorExcerpt), never more
 	Timeout bool   // the LMS did not answer in time
 	Code    string // the token endpoint's RFC 6749 "error" (invalid_scope, invalid_client, …)
 	Err     error  // the underlying cause, when there is one
@@ -92,25 +93,42 @@ type Client struct {
 	stamps stamper
 }
 
-// NewClient returns a Client sending requests with httpClient. A nil httpClient means one
-// with a 10 s overall timeout, the default transport (TLS verified, proxies from the
-// environment), redirects only within the original host, and User-Agent:
-// version.UserAgent() on every request. Every call also gets a context timeout: the
-// client's Timeout when set, else DefaultTimeout.
+// ErrURLRefused means the outbound policy refused a URL the platform gave, or a redirect
+// it answered with: a loopback, private or cloud metadata address, http where https is
+// required, another host for a call carrying a credential. Nothing was sent there.
+var ErrURLRefused = errors.New("the outbound policy refused the URL")
+
+// HTTPClient returns the client LTI Advantage calls need under policy p: p enforced on
+// every connection (outbound.NewClient), redirects only within the first request's host
+// (the token, or the client assertion a 307 re-sends, never leaves it), at most 5 of them.
+func HTTPClient(p outbound.Policy) *http.Client {
+	p.SameHostRedirects = true
+	p.MaxRedirects = maxRedirects
+	if p.Timeout <= 0 {
+		p.Timeout = DefaultTimeout
+	}
+	if p.Target == "" {
+		p.Target = outbound.TargetToken
+	}
+	return outbound.NewClient(p)
+}
+
+// NewClient returns a Client sending requests with httpClient, which should come from
+// HTTPClient. nil means HTTPClient with the production policy (https, public addresses
+// only). Whatever the client, redirects to another host are refused. Every call also gets
+// a context timeout: the client's Timeout when set, else DefaultTimeout.
 func NewClient(httpClient *http.Client) *Client {
 	if httpClient == nil {
-		httpClient = &http.Client{
-			Timeout:       DefaultTimeout,
-			Transport:     &userAgentTransport{base: http.DefaultTransport.(*http.Transport).Clone(), ua: version.UserAgent()},
-			CheckRedirect: sameHostRedirects,
-		}
+		httpClient = HTTPClient(outbound.Policy{})
 	}
+	hc := *httpClient
+	hc.CheckRedirect = sameHostRedirects(httpClient.CheckRedirect)
 	timeout := DefaultTimeout
-	if httpClient.Timeout > 0 {
-		timeout = httpClient.Timeout
+	if hc.Timeout > 0 {
+		timeout = hc.Timeout
 	}
 	return &Client{
-		hc:      httpClient,
+		hc:      &hc,
 		timeout: timeout,
 		now:     time.Now,
 		seed:    maphash.MakeSeed(),
@@ -119,30 +137,23 @@ func NewClient(httpClient *http.Client) *Client {
 	}
 }
 
-// userAgentTransport sets ltiop's User-Agent on every request.
-type userAgentTransport struct {
-	base http.RoundTripper
-	ua   string
-}
-
-func (t *userAgentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("User-Agent") != t.ua {
-		r = r.Clone(r.Context()) // a RoundTripper must not modify the caller's request
-		r.Header.Set("User-Agent", t.ua)
+// sameHostRedirects runs the client's own redirect check (the outbound policy's), then
+// refuses any redirect off the original host, whatever the client: a redirect elsewhere
+// would carry the token (or, for 307/308, the client assertion) there.
+func sameHostRedirects(base func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if base != nil {
+			if err := base(req, via); err != nil {
+				return err
+			}
+		} else if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if !SameHost(via[0].URL.String(), req.URL.String()) {
+			return fmt.Errorf("redirect to %s: %w", req.URL.Host, ErrForeignURL)
+		}
+		return nil
 	}
-	return t.base.RoundTrip(r)
-}
-
-// sameHostRedirects follows at most maxRedirects redirects, all on the original host:
-// a redirect elsewhere would carry the token (or, for 307/308, the client assertion) there.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	}
-	if !SameHost(via[0].URL.String(), req.URL.String()) {
-		return fmt.Errorf("redirect to %s: %w", req.URL.Host, ErrForeignURL)
-	}
-	return nil
 }
 
 // Do sends the request build makes, with "Authorization: Bearer <token>" for scopes, and
@@ -166,7 +177,7 @@ func (c *Client) do(ctx context.Context, cred Credentials, op string, scopes, ne
 		if len(need) > 0 && !grantedAny(tok.granted, need) {
 			return nil, fmt.Errorf("advantage: %s: the platform's token does not carry %s: %w", op, strings.Join(need, " or "), ErrScopeNotGranted)
 		}
-		rctx, cancel := context.WithTimeout(ctx, c.timeout)
+		rctx, cancel := context.WithTimeout(outbound.WithTarget(ctx, targetOf(op)), c.timeout)
 		req, err := build(rctx)
 		if err != nil {
 			cancel()
@@ -194,7 +205,7 @@ func (c *Client) do(ctx context.Context, cred Credentials, op string, scopes, ne
 			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 			discard(res.Body)
 			cancel()
-			return nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: truncate(body)}
+			return nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: outbound.ErrorExcerpt(body)}
 		}
 		res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
 		return res, nil
@@ -230,12 +241,29 @@ func readBody(op string, res *http.Response, limit int64) ([]byte, error) {
 	return body, nil
 }
 
+// targetOf is the metrics label of an operation's calls.
+func targetOf(op string) string {
+	switch op {
+	case "memberships":
+		return outbound.TargetNRPS
+	case "request":
+		return outbound.TargetOther
+	}
+	return outbound.TargetAGS
+}
+
 // transportError classifies a failed exchange: the caller giving up is its own error;
-// a redirect away from the host is ErrForeignURL; everything else is the LMS's failure,
-// a timeout when a deadline passed.
+// a redirect away from the host is ErrForeignURL; a URL the outbound policy refuses is
+// ErrURLRefused; everything else is the LMS's failure, a timeout when a deadline passed.
+// URLs in the error lose their query (a token may ride there).
 func transportError(op string, err error) error {
-	if errors.Is(err, ErrForeignURL) {
+	err = outbound.Redact(err)
+	var oe *outbound.Error
+	switch {
+	case errors.Is(err, ErrForeignURL):
 		return fmt.Errorf("advantage: %s: %w", op, err)
+	case errors.As(err, &oe):
+		return fmt.Errorf("advantage: %s: %w: %w", op, ErrURLRefused, oe)
 	}
 	var ne net.Error
 	timeout := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
@@ -247,13 +275,5 @@ func transportError(op string, err error) error {
 
 // badResponse is an UpstreamError for a 2xx answer ltiop cannot use.
 func badResponse(op string, res *http.Response, body []byte, err error) error {
-	return &UpstreamError{Op: op, Status: res.StatusCode, Body: truncate(body), Err: err}
-}
-
-// truncate keeps the first maxErrorBody bytes of a body, as valid UTF-8.
-func truncate(body []byte) string {
-	if len(body) > maxErrorBody {
-		body = body[:maxErrorBody]
-	}
-	return strings.ToValidUTF8(string(body), "")
+	return &UpstreamError{Op: op, Status: res.StatusCode, Body: outbound.ErrorExcerpt(body), Err: err}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/version"
 )
 
@@ -310,7 +311,7 @@ func (c *Client) requestToken(ctx context.Context, cred Credentials, e *tokenEnt
 		"client_assertion":      {assertion},
 		"scope":                 {e.scopeParam},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cred.TokenURL, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(outbound.WithTarget(ctx, outbound.TargetToken), http.MethodPost, cred.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, fmt.Errorf("advantage: token: %w", err)
 	}
@@ -327,7 +328,7 @@ func (c *Client) requestToken(ctx context.Context, cred Credentials, e *tokenEnt
 		var tr tokenResponse
 		_ = json.Unmarshal(body, &tr)
 		// An error body holds no token, but some LMSs echo what they were sent: never the assertion.
-		text := truncate([]byte(strings.ReplaceAll(string(body), assertion, "[client assertion]")))
+		text := outbound.ErrorExcerpt([]byte(strings.ReplaceAll(string(body), assertion, "[client assertion]")))
 		return nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: text, Code: tr.Error}
 	}
 	body, err := readBody(op, res, maxTokenBody)

@@ -18,14 +18,16 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/internal/version"
+	"github.com/ltiop/ltiop/test/utils/testoutbound"
 )
 
 // fixturesDir holds real LMS captures (shared/fixtures/lms), relative to this package.
 var fixturesDir = filepath.Join("..", "..", "..", "shared", "fixtures", "lms")
 
-// newTestClient is the production client (NewClient(nil)) on clock, when given.
+// newTestClient is the production client with the dev-mode policy (the test LMSs are on
+// loopback, over http) on clock, when given.
 func newTestClient(clock *fakeClock) *Client {
-	c := NewClient(nil)
+	c := NewClient(HTTPClient(testoutbound.Dev()))
 	if clock != nil {
 		c.now = clock.Now
 	}
@@ -622,7 +624,7 @@ func TestDefaultHTTPClient(t *testing.T) {
 			mu.Unlock()
 		}))
 		defer srv.Close()
-		c := NewClient(nil)
+		c := NewClient(HTTPClient(testoutbound.Dev()))
 		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 		req.Header.Set("User-Agent", "something-else")
 		res, err := c.hc.Do(req)
@@ -638,7 +640,8 @@ func TestDefaultHTTPClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if len(agents) != 2 || agents[0] != version.UserAgent() || agents[1] != version.UserAgent() {
+		// A caller's own User-Agent is kept; one is added where there is none.
+		if len(agents) != 2 || agents[0] != "something-else" || agents[1] != version.UserAgent() {
 			t.Fatalf("agents %q", agents)
 		}
 		if c.hc.Timeout != 10*time.Second {
@@ -649,7 +652,7 @@ func TestDefaultHTTPClient(t *testing.T) {
 	t.Run("TLS is verified", func(t *testing.T) {
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		defer srv.Close()
-		_, err := NewClient(nil).Token(context.Background(), Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}, []string{ScopeScore})
+		_, err := NewClient(HTTPClient(testoutbound.Dev())).Token(context.Background(), Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}, []string{ScopeScore})
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || ue.Status != 0 || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("self-signed certificate accepted or wrong error: %v", err)
@@ -664,6 +667,11 @@ func TestDefaultHTTPClient(t *testing.T) {
 		}))
 		defer lms.Close()
 		_, err := newTestClient(nil).Memberships(context.Background(), ts.cred(), lms.URL+"/memberships", MembersQuery{})
+		if !errors.Is(err, ErrURLRefused) {
+			t.Fatalf("err %v", err)
+		}
+		// Whatever client it is given, the Client does not follow either.
+		_, err = NewClient(&http.Client{}).Memberships(context.Background(), ts.cred(), lms.URL+"/memberships", MembersQuery{})
 		if !errors.Is(err, ErrForeignURL) {
 			t.Fatalf("err %v", err)
 		}

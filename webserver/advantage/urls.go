@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/ltiop/ltiop/internal/outbound"
 )
 
 // parseHTTPURL accepts absolute http and https URLs with a host and no user info.
@@ -41,17 +43,7 @@ func SameHost(base, other string) bool {
 	if err != nil {
 		return false
 	}
-	return b.Scheme == o.Scheme && strings.EqualFold(b.Hostname(), o.Hostname()) && port(b) == port(o)
-}
-
-func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if u.Scheme == "https" {
-		return "443"
-	}
-	return "80"
+	return outbound.SameOrigin(b, o)
 }
 
 // AppendPath appends suffix to the path of a service URL and keeps its query: the AGS

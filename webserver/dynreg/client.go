@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/version"
 )
 
@@ -25,8 +25,9 @@ const (
 	DefaultTimeout = 15 * time.Second
 	// MaxBody is the largest OpenID configuration or registration answer read.
 	MaxBody = 1 << 20
-	// maxExcerpt is how much of a platform's error answer an Error quotes.
-	maxExcerpt = 512
+	// maxExcerpt is how much of a platform's error answer is read for the error fields an
+	// Error quotes.
+	maxExcerpt = 16 << 10
 )
 
 // MessageSupport is one entry of the platform's messages_supported.
@@ -309,25 +310,14 @@ func statusText(code int) string {
 	return s
 }
 
-// excerpt returns ": <the start of the body>", printable and on one line, or "" when the
-// body is empty.
+// excerpt quotes a platform's error answer: its JSON error fields only
+// (outbound.ErrorExcerpt), so that nothing else of a body, HTML or text, is ever echoed.
 func excerpt(r io.Reader) string {
 	b, _ := io.ReadAll(io.LimitReader(r, maxExcerpt))
-	s := strings.ToValidUTF8(string(b), "") // also drops a character cut by the limit
-	s = strings.Map(func(c rune) rune {
-		switch {
-		case unicode.IsSpace(c):
-			return ' '
-		case !unicode.IsPrint(c):
-			return -1
-		}
-		return c
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
-		return ""
+	if s := outbound.ErrorExcerpt(b); s != "" {
+		return ": " + s
 	}
-	return ": " + s
+	return ""
 }
 
 // describe says why a request got no answer, without the URL (the caller knows it).

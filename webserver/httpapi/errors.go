@@ -38,6 +38,10 @@ const (
 	// CodeRateLimited: the client address sent more requests than the route's rate limit
 	// allows; Retry-After says when to try again.
 	CodeRateLimited = "RATE_LIMITED"
+	// CodeURLNotAllowed: the outbound policy refused a URL (or a redirect) ltiop was to
+	// call: a loopback, private or cloud metadata address, http where https is required,
+	// another host for a call that carries a credential. Nothing was sent there.
+	CodeURLNotAllowed = "URL_NOT_ALLOWED"
 )
 
 // Error is the one error type of every answer (package apierr), so the protocol

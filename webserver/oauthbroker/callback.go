@@ -102,11 +102,14 @@ func (b *Broker) Callback(w http.ResponseWriter, r *http.Request) {
 	})
 	if uerr != nil {
 		uerr.log(r.Context(), p.ID, "authorization_code")
-		status := http.StatusBadGateway
+		status, code := http.StatusBadGateway, CodeExchangeFailed
 		if uerr.Timeout {
 			status = http.StatusGatewayTimeout
 		}
-		b.fail(w, r, &httpapi.Error{Status: status, Code: CodeExchangeFailed,
+		if uerr.Refused {
+			code = httpapi.CodeURLNotAllowed
+		}
+		b.fail(w, r, &httpapi.Error{Status: status, Code: code,
 			Description: "The LMS did not exchange the authorization code: " + uerr.summary(),
 			Upstream:    &httpapi.Upstream{Status: uerr.Status, Body: uerr.Body}})
 		return

@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -58,7 +59,6 @@ const (
 // Limits.
 const (
 	maxTokenResponse = 64 << 10 // body of the LMS's token endpoint
-	maxUpstreamBody  = 2 << 10  // LMS body passed on in errors
 	maxScopeLength   = 2048     // requested scope, kept in the sealed state
 	maxLMSErrorText  = 512      // error and error_description shown or passed on
 	defaultTimeout   = 10 * time.Second
@@ -113,8 +113,10 @@ type Options struct {
 	AllowedReturnURLs []string
 	// DevMode allows cookies without Secure when PublicURL is plain http.
 	DevMode bool
-	// HTTPClient calls the LMS token endpoint; nil is a client with a 10 s timeout. The
-	// broker never follows redirects of the token endpoint (the client secret would follow).
+	// HTTPClient calls the LMS token endpoint: one from outbound.NewClient, so that a token
+	// URL cannot reach inside the network. nil: the production policy (https, public
+	// addresses only), 10 s. The broker never follows redirects of the token endpoint (the
+	// client secret would follow).
 	HTTPClient *http.Client
 }
 
@@ -137,7 +139,7 @@ func New(opts Options, reg *registry.Registry, resolve Resolver, keyring *sessio
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
 	} else {
-		hc.Timeout = defaultTimeout
+		hc = *outbound.NewClient(outbound.Policy{Timeout: defaultTimeout, Target: outbound.TargetOAuth})
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Broker{

@@ -179,6 +179,10 @@ func upstreamAPIError(e *upstreamError) *httpapi.Error {
 		return &httpapi.Error{Status: http.StatusGatewayTimeout, Code: httpapi.CodeUpstreamTimeout,
 			Description: "The LMS token endpoint did not answer in time.", Upstream: &httpapi.Upstream{}}
 	}
+	if e.Refused {
+		return &httpapi.Error{Status: http.StatusBadGateway, Code: httpapi.CodeURLNotAllowed,
+			Description: "The LMS token endpoint could not be used: " + e.summary(), Upstream: &httpapi.Upstream{}}
+	}
 	status := e.Status
 	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusForbidden {
 		status = http.StatusBadGateway

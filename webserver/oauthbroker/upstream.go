@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ltiop/ltiop/internal/outbound"
 )
 
 // tokenResponse is the LMS token endpoint's answer (RFC 6749 §5.1); other members are ignored.
@@ -56,6 +58,7 @@ type upstreamError struct {
 	Code        string // RFC 6749 error, when the body had one
 	Description string // error_description, clipped
 	Timeout     bool
+	Refused     bool   // the outbound policy refused the token URL: nothing was sent
 	Cause       string // what went wrong otherwise, for the description (no secrets)
 }
 
@@ -63,7 +66,7 @@ type upstreamError struct {
 // echo secrets in ways redact does not catch).
 func (e *upstreamError) log(ctx context.Context, platformID, grant string) {
 	log.FromContext(ctx).Info("LMS token request failed", "platform", platformID, "grant", grant,
-		"status", e.Status, "error", e.Code, "timeout", e.Timeout)
+		"status", e.Status, "error", e.Code, "timeout", e.Timeout, "refused", e.Refused)
 }
 
 // summary describes the failure for humans, LMS texts included (callers escape it).
@@ -71,6 +74,8 @@ func (e *upstreamError) summary() string {
 	switch {
 	case e.Timeout:
 		return "the LMS did not answer in time."
+	case e.Refused:
+		return "the token URL leads where ltiop does not connect (a loopback, private or cloud metadata address, or a redirect)."
 	case e.Code != "" && e.Description != "":
 		return e.Code + " (" + e.Description + ")."
 	case e.Code != "":
@@ -92,7 +97,7 @@ func (b *Broker) tokenRequest(ctx context.Context, cc *ClientConfig, form url.Va
 	if cc.ClientSecret != "" {
 		form.Set("client_secret", cc.ClientSecret)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cc.TokenURL, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(outbound.WithTarget(ctx, outbound.TargetOAuth), http.MethodPost, cc.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, &upstreamError{Cause: "the token URL is not usable"}
 	}
@@ -101,6 +106,10 @@ func (b *Broker) tokenRequest(ctx context.Context, cc *ClientConfig, form url.Va
 	req.Header.Set("User-Agent", userAgent())
 	res, err := b.hc.Do(req)
 	if err != nil {
+		var oe *outbound.Error
+		if errors.As(err, &oe) {
+			return nil, &upstreamError{Refused: true}
+		}
 		var ne net.Error
 		timeout := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 		return nil, &upstreamError{Timeout: timeout}
@@ -116,8 +125,9 @@ func (b *Broker) tokenRequest(ctx context.Context, cc *ClientConfig, form url.Va
 		clean := redact(raw, secrets) // an LMS may echo what it was sent
 		e := &upstreamError{Status: res.StatusCode, Cause: cause}
 		if res.StatusCode < 200 || res.StatusCode > 299 {
-			// A 2xx body ltiop cannot use may still hold tokens: it is not passed on.
-			e.Body = truncate(clean, maxUpstreamBody)
+			// A 2xx body ltiop cannot use may still hold tokens: it is not passed on. Of
+			// an error body only its JSON error fields are.
+			e.Body = outbound.ErrorExcerpt([]byte(clean))
 		}
 		var oe struct {
 			Error            any `json:"error"`
@@ -161,12 +171,4 @@ func redact(raw []byte, secrets []string) string {
 		}
 	}
 	return s
-}
-
-// truncate keeps at most n bytes of s, as valid UTF-8.
-func truncate(s string, n int) string {
-	if len(s) > n {
-		s = s[:n]
-	}
-	return strings.ToValidUTF8(s, "")
 }

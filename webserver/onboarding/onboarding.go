@@ -305,7 +305,7 @@ func registrationError(ctx context.Context, err error) *httpapi.Error {
 	var oe *outbound.Error
 	switch {
 	case errors.As(err, &oe):
-		return httpapi.Errorf(http.StatusBadRequest, "URL_NOT_ALLOWED",
+		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeURLNotAllowed,
 			"A platform URL, or where it resolves or redirects to, is not allowed by ltiop's outbound policy.")
 	case errors.As(err, &de):
 		status := http.StatusBadGateway

@@ -18,10 +18,12 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testoutbound"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/platformmode"
@@ -122,7 +124,7 @@ func newHarnessWithStore(t *testing.T, mutate func(*ltiv1.ToolRegistration), rep
 		LaunchURL: h.integrator.URL + "/launch", DeepLinkingURL: h.integrator.URL + "/deep-link",
 		DeepLinkingReturnURL: h.integrator.URL + "/content-items",
 		DevMode:              true, ClockSkew: 30 * time.Second, Now: h.clock.Now,
-	}, h.tools, registry.NewPeerKeys(nil), h.signer, sealer, replays)
+	}, h.tools, registry.NewPeerKeys(outbound.NewClient(testoutbound.Dev())), h.signer, sealer, replays) // the tool is on loopback
 	p := h.platform
 	for pattern, f := range map[string]http.HandlerFunc{
 		"GET " + paths.PlatformJWKS:               p.JWKS,

@@ -17,6 +17,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
@@ -58,10 +59,12 @@ type PeerKeys struct {
 	sets map[string]*keySet // by key set URL
 }
 
-// NewPeerKeys returns a resolver using client for fetches (nil: a client with timeouts).
+// NewPeerKeys returns a resolver using client for fetches: one from outbound.NewClient,
+// so that a key set URL (or a redirect) cannot reach inside the network. nil: the
+// production policy (https, public addresses only).
 func NewPeerKeys(client *http.Client) *PeerKeys {
 	if client == nil {
-		client = &http.Client{Timeout: fetchTimeout}
+		client = outbound.NewClient(outbound.Policy{Timeout: fetchTimeout, Target: outbound.TargetJWKS})
 	}
 	return &PeerKeys{client: client, now: time.Now, staleIfError: defaultStaleIfError, sets: map[string]*keySet{}}
 }
@@ -214,7 +217,7 @@ func (pk *PeerKeys) runFetch(ctx context.Context, url string, set *keySet, call 
 
 // fetch loads a key set and its cache lifetime.
 func (pk *PeerKeys) fetch(ctx context.Context, url string) (map[string]*rsa.PublicKey, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	ctx, cancel := context.WithTimeout(outbound.WithTarget(ctx, outbound.TargetJWKS), fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -224,7 +227,7 @@ func (pk *PeerKeys) fetch(ctx context.Context, url string) (map[string]*rsa.Publ
 	req.Header.Set("User-Agent", version.UserAgent())
 	res, err := pk.client.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("fetching key set %s: %w", url, err)
+		return nil, 0, fmt.Errorf("fetching key set %s: %w", outbound.RedactURL(url), outbound.Redact(err))
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {

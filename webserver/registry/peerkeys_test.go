@@ -20,6 +20,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
@@ -80,7 +81,7 @@ func jwksPlatform(url string) *Platform {
 func TestKeySetIsCachedAndUnknownKidRefetchedOnceRateLimited(t *testing.T) {
 	k1, k2 := testkeys.RSAKey(t, 0), testkeys.RSAKey(t, 1)
 	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1", "alg": "RS256", "use": "sig"}))
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	clock := time.Now()
 	pk.now = func() time.Time { return clock }
 	p := jwksPlatform(lms.srv.URL)
@@ -134,7 +135,7 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 	k1 := testkeys.RSAKey(t, 0)
 	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
 	lms.cacheControl.Store("max-age=60")
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	clock := time.Now()
 	pk.now = func() time.Time { return clock }
 	p := jwksPlatform(lms.srv.URL)
@@ -162,7 +163,7 @@ func TestKeySetOutageIsNotAnUnknownKey(t *testing.T) {
 func TestKeySetFailureIsRemembered(t *testing.T) {
 	lms := newPlatformJWKS(t)
 	lms.fail.Store(true)
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	clock := time.Now()
 	pk.now = func() time.Time { return clock }
 	p := jwksPlatform(lms.srv.URL)
@@ -182,7 +183,7 @@ func TestKeySetConcurrentLookupsShareOneFetch(t *testing.T) {
 	lms := newPlatformJWKS(t)
 	lms.fail.Store(true)
 	lms.delay.Store(int64(time.Second))
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	p := jwksPlatform(lms.srv.URL)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -228,7 +229,7 @@ func gatedJWKS(t *testing.T, key map[string]any) (url string, arrived chan struc
 func TestKeySetCallerLeavingDoesNotCancelTheFetch(t *testing.T) {
 	k1 := testkeys.RSAKey(t, 0)
 	url, arrived, release, hits := gatedJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	p := jwksPlatform(url)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -256,7 +257,7 @@ func TestKeySetCallerLeavingDoesNotCancelTheFetch(t *testing.T) {
 func TestKeySetWaitersAreBounded(t *testing.T) {
 	k1 := testkeys.RSAKey(t, 0)
 	url, arrived, release, _ := gatedJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	p := jwksPlatform(url)
 	var wg sync.WaitGroup
 	for range maxKeySetWaiters {
@@ -294,7 +295,7 @@ func TestKeySetStaleKeysServedUntilTheBound(t *testing.T) {
 	k1 := testkeys.RSAKey(t, 0)
 	lms := newPlatformJWKS(t, jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"}))
 	lms.cacheControl.Store("max-age=60")
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	start := time.Now()
 	clock := start
 	pk.now = func() time.Time { return clock }
@@ -328,7 +329,7 @@ func TestKeySetStaleKeysServedUntilTheBound(t *testing.T) {
 func BenchmarkKeySetCachedLookup(b *testing.B) {
 	k1 := testkeys.RSAKey(b, 0)
 	lms := newPlatformJWKS(b, jwkMap(b, &k1.PublicKey, map[string]string{"kid": "k1"}))
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	p := jwksPlatform(lms.srv.URL)
 	if _, err := pk.PlatformKey(context.Background(), p, "k1"); err != nil {
 		b.Fatal(err)
@@ -375,7 +376,7 @@ func TestStaticKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	withKID, _ := json.Marshal(jwkMap(t, &k.PublicKey, map[string]string{"kid": "platform-kid"}))
-	pk := NewPeerKeys(nil)
+	pk := NewPeerKeys(loopbackClient())
 	ctx := context.Background()
 	r := New()
 	for _, tc := range []struct {
@@ -402,4 +403,10 @@ func TestStaticKeys(t *testing.T) {
 			t.Errorf("%s: Key = %v, %v", tc.name, got, err)
 		}
 	}
+}
+
+// loopbackClient is the production client with the dev-mode policy: the test servers
+// listen on loopback over plain http.
+func loopbackClient() *http.Client {
+	return outbound.NewClient(outbound.Policy{AllowHTTP: true, AllowLoopback: true, Timeout: fetchTimeout})
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
@@ -137,7 +139,13 @@ func (t *Tool) respond(w http.ResponseWriter, r *http.Request, status int, call 
 	out, err := call(r.Context(), cred)
 	switch {
 	case err != nil:
-		httpapi.WriteError(w, upstreamError(err))
+		e := upstreamError(err)
+		if e.Code == httpapi.CodeURLNotAllowed {
+			// The integrator is not told where the platform pointed; the operator is.
+			// Errors from the advantage client carry no query string (outbound.Redact).
+			log.FromContext(r.Context()).Info("platform URL refused by the outbound policy", "platform", cred.PlatformID, "error", err.Error())
+		}
+		httpapi.WriteError(w, e)
 	case status == http.StatusNoContent:
 		w.WriteHeader(status)
 	default:

@@ -17,11 +17,13 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
+	"github.com/ltiop/ltiop/test/utils/testoutbound"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -64,7 +66,7 @@ type rigConfig struct {
 	opts      toolmode.Options // PublicURL is always the loopback server's
 	apiKey    string           // "" leaves the API key unconfigured
 	noKeys    bool             // an empty sealing keyring (the service Secret not read yet)
-	http      *http.Client     // the LTI Advantage client's; nil: its default
+	http      *http.Client     // the LTI Advantage client's; nil: HTTPClient with the dev-mode policy
 	services  bool             // the LMS serves NRPS, AGS and deep-linking returns
 	configure func(*ltiv1.PlatformRegistration)
 }
@@ -89,6 +91,9 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	}
 	for _, c := range configure {
 		c(&cfg)
+	}
+	if cfg.http == nil {
+		cfg.http = advantage.HTTPClient(testoutbound.Dev()) // the LMS is on loopback
 	}
 
 	rg := &rig{clock: &clock{}, jars: map[string]http.CookieJar{}, keyPEM: testkeys.RSAKeyPEM(b, toolKey)}
@@ -161,7 +166,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	if opts.Deployments == nil {
 		opts.Deployments = rg
 	}
-	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(nil).WithClock(rg.clock.Now), ring, replay.NewMemory(1<<20), apiKey, advantage.NewClient(cfg.http))
+	rg.tool, err = toolmode.New(opts, rg.reg, registry.NewPeerKeys(outbound.NewClient(testoutbound.Dev())).WithClock(rg.clock.Now), ring, replay.NewMemory(1<<20), apiKey, advantage.NewClient(cfg.http))
 	if err != nil {
 		b.Fatal(err)
 	}

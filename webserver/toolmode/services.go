@@ -223,6 +223,12 @@ func notAvailable(description string) *httpapi.Error {
 func upstreamError(err error) *httpapi.Error {
 	var up *advantage.UpstreamError
 	switch {
+	case errors.Is(err, advantage.ErrURLRefused):
+		// The platform's URL (or its redirect) points inside the network: its cause is
+		// logged, never echoed (it names addresses).
+		return &httpapi.Error{Status: http.StatusBadGateway, Code: httpapi.CodeURLNotAllowed,
+			Description: "The platform's service or token URL, or a redirect it answered with, leads where ltiop does not connect (a loopback, private or cloud metadata address, plain http, or another host for a call carrying the token). Nothing was sent there.",
+			Upstream:    &httpapi.Upstream{}, Cause: err}
 	case errors.Is(err, advantage.ErrForeignURL):
 		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters,
 			"The URL is not on the platform's service host; only URLs the platform gave can be used.")

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"net/http"
+
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/outbound"
+	"github.com/ltiop/ltiop/webserver/advantage"
+)
+
+// outboundClients are the HTTP clients of every call ltiop makes to another host, all
+// under one address policy (issue #13 §3): public addresses only; loopback in dev mode or
+// with outboundAllowLoopback; private ranges only as outboundAllowCidrs lists them; cloud
+// metadata never (unless listed exactly); every redirect re-checked; no proxy.
+type outboundClients struct {
+	// dynReg is the policy of dynamic registration, whose URLs come from an
+	// unauthenticated request: https unless in dev mode.
+	dynReg outbound.Policy
+	// keySets fetches platforms' and tools' key sets.
+	keySets *http.Client
+	// advantage carries tokens: LMS token endpoints, NRPS, AGS; same-host redirects only.
+	advantage *http.Client
+	// oauth is the OAuth2 broker's, which follows no redirect at all.
+	oauth *http.Client
+}
+
+func newOutboundClients(cfg *config.Config) (outboundClients, error) {
+	allowed, err := outbound.ParsePrefixes(cfg.OutboundAllowCIDRs)
+	if err != nil {
+		return outboundClients{}, err
+	}
+	base := outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.DevMode || cfg.OutboundAllowLoopback, AllowPrefixes: allowed}
+	// Registration-driven URLs (key sets, token endpoints, the platform's service URLs)
+	// had their scheme checked where they were configured: http only in dev mode or for a
+	// registration with spec.devMode. The guard checks their addresses, and never lets a
+	// redirect step down from https to http.
+	registered := base
+	registered.AllowHTTP = true
+	with := func(p outbound.Policy, target string) outbound.Policy { p.Target = target; return p }
+	dynReg := with(base, outbound.TargetDynReg)
+	return outboundClients{
+		dynReg:    dynReg,
+		keySets:   outbound.NewClient(with(registered, outbound.TargetJWKS)),
+		advantage: advantage.HTTPClient(with(registered, outbound.TargetToken)),
+		oauth:     outbound.NewClient(with(registered, outbound.TargetOAuth)),
+	}, nil
+}
