@@ -38,7 +38,7 @@ var _ = Describe("pprof", func() {
 		Expect(status(metrics + "/debug/pprof/")()).To(Equal(200))
 		Expect(status(metrics + "/debug/pprof/heap")()).To(Equal(200))
 		Expect(status(metrics + "/debug/pprof/profile?seconds=1")()).To(Equal(200))
-		Expect(status(metrics + "/debug/pprof/cmdline")()).To(Equal(404), "a flag may hold the replay store's password")
+		Expect(status(metrics+"/debug/pprof/cmdline")()).To(Equal(404), "a flag may hold the replay store's password")
 
 		// The attack: an outsider asks the public port for a profile.
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/profile?seconds=1", "/debug/pprof/cmdline"} {
