@@ -14,10 +14,12 @@
 //
 //	KUBEBUILDER_ASSETS=$PWD/bin/k8s/1.37.1-etcd-3.7.0 go run ./hack/launchload -n 3000 -rounds 5
 //
-// -bin names a prebuilt ltiop binary (to compare two builds); -profile out.pprof also
-// records a CPU profile of the server through its pprof endpoint (setting pprof, on the
-// metrics port) during one more round, for `go tool pprof -top <bin> out.pprof`; -dev runs
-// ltiop in dev mode (debug logging: every request logged) instead.
+// -bin names prebuilt ltiop binaries, comma-separated, to compare builds: each runs as its
+// own process in its own namespace, and the rounds alternate between them so that both see
+// the same background load. -profile out.pprof also records a CPU profile of the first
+// through its pprof endpoint (setting pprof, on the metrics port) during one more round,
+// for `go tool pprof -top <bin> out.pprof`; -dev runs ltiop in dev mode (debug logging:
+// every request logged) instead.
 //
 // Figures on the 2-core shared development machine, median of 5 rounds of 3000 launches,
 // memory replay store (µs of server CPU per login + launch):
@@ -61,7 +63,6 @@ import (
 )
 
 const (
-	namespace  = "ltiop-load"
 	publicURL  = "https://lti.load.test" // never dialled: the browsers reach the listen address
 	launchURL  = "https://app.load.test/launch"
 	apiKey     = "launchload-api-key-0123456789abcdef0123456789"
@@ -84,7 +85,7 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 300, "launches before the first round")
 	flag.IntVar(&o.browsers, "c", 4, "concurrent browsers")
 	flag.IntVar(&o.clients, "clients", 4096, "distinct client addresses (X-Forwarded-For)")
-	flag.StringVar(&o.bin, "bin", "", "ltiop binary to measure (default: built from this checkout)")
+	flag.StringVar(&o.bin, "bin", "", "ltiop binaries to measure, comma-separated (default: one built from this checkout)")
 	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of one more round to this file")
 	flag.BoolVar(&o.dev, "dev", false, "run ltiop in dev mode (debug logs) instead of production mode")
 	flag.Parse()
@@ -111,11 +112,11 @@ func run(o options) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	bin := o.bin
-	if bin == "" {
-		bin = filepath.Join(tmp, "ltiop")
+	bins := strings.Split(o.bin, ",")
+	if o.bin == "" {
+		bins = []string{filepath.Join(tmp, "ltiop")}
 		fmt.Fprintln(os.Stderr, "launchload: building ltiop...")
-		build := exec.Command("go", "build", "-o", bin, ".")
+		build := exec.Command("go", "build", "-o", bins[0], ".")
 		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building ltiop: %w", err)
@@ -156,65 +157,98 @@ func run(o options) error {
 		return err
 	}
 	ctx := context.Background()
-	if err := seed(ctx, k8s, lms); err != nil {
-		return err
+
+	// One ltiop per binary, each in its own namespace with its own registration of the LMS.
+	targets := make([]*target, len(bins))
+	for i, bin := range bins {
+		t := &target{bin: bin, namespace: fmt.Sprintf("ltiop-load-%d", i), web: freeAddr(), metrics: freeAddr()}
+		if t.web == "" || t.metrics == "" {
+			return errors.New("no free loopback port")
+		}
+		if err := seed(ctx, k8s, lms, t.namespace); err != nil {
+			return err
+		}
+		t.log = filepath.Join(tmp, t.namespace+".log")
+		if t.server, err = startServer(t, kubeconfig, caFile, o); err != nil {
+			return err
+		}
+		defer t.server.stop()
+		t.driver = newDriver("http://"+t.web, lms, o)
+		targets[i] = t
+	}
+	for _, t := range targets {
+		if err := t.driver.waitUsable(ctx, t.server); err != nil {
+			return fmt.Errorf("%s: %w (server log: %s)", t.bin, err, tail(t.log))
+		}
+		if err := t.driver.run(o.warmup); err != nil {
+			return err
+		}
 	}
 
-	web, metrics := freeAddr(), freeAddr()
-	if web == "" || metrics == "" {
-		return errors.New("no free loopback port")
-	}
-	logFile := filepath.Join(tmp, "ltiop.log")
-	server, err := startServer(bin, kubeconfig, caFile, logFile, web, metrics, o)
-	if err != nil {
-		return err
-	}
-	defer server.stop()
-
-	d := newDriver("http://"+web, lms, o)
-	if err := d.waitUsable(ctx, server); err != nil {
-		return fmt.Errorf("%w (server log: %s)", err, tail(logFile))
-	}
-	if err := d.run(o.warmup); err != nil {
-		return err
-	}
-
-	fmt.Printf("ltiop %s, %s mode, replay store %s, %d browsers, %d launches per round\n",
-		bin, map[bool]string{true: "dev", false: "production"}[o.dev], envOr("LTIOP_REPLAY_STORE", "memory"), o.browsers, o.n)
-	var perLaunch []time.Duration
+	fmt.Printf("%s mode, replay store %s, %d browsers, %d launches per round; rounds alternate between binaries\n",
+		map[bool]string{true: "dev", false: "production"}[o.dev], envOr("LTIOP_REPLAY_STORE", "memory"), o.browsers, o.n)
 	for r := 1; r <= o.rounds; r++ {
-		before, err := processCPU(server.pid())
-		if err != nil {
-			return err
+		for _, t := range targets {
+			if err := t.round(o.n); err != nil {
+				return err
+			}
+			last := t.perLaunch[len(t.perLaunch)-1]
+			fmt.Printf("round %d %s: %.1f µs of server CPU per login+launch (%.0f launches/s wall)\n", r, t.bin, float64(last.cpu)/1e3, last.rate)
 		}
-		start := time.Now()
-		if err := d.run(o.n); err != nil {
-			return err
-		}
-		wall := time.Since(start)
-		after, err := processCPU(server.pid())
-		if err != nil {
-			return err
-		}
-		per := (after - before) / time.Duration(o.n)
-		perLaunch = append(perLaunch, per)
-		fmt.Printf("round %d: server CPU %v for %d launches = %.1f µs per login+launch (%.0f launches/s wall)\n",
-			r, after-before, o.n, float64(per)/1e3, float64(o.n)/wall.Seconds())
 	}
-	slices.Sort(perLaunch)
-	fmt.Printf("median: %.1f µs of server CPU per login+launch\n", float64(perLaunch[len(perLaunch)/2])/1e3)
+	for _, t := range targets {
+		cpu := make([]time.Duration, len(t.perLaunch))
+		for i, m := range t.perLaunch {
+			cpu[i] = m.cpu
+		}
+		slices.Sort(cpu)
+		fmt.Printf("median %s: %.1f µs of server CPU per login+launch (%d rounds of %d)\n", t.bin, float64(cpu[len(cpu)/2])/1e3, len(cpu), o.n)
+	}
 
 	if o.profile != "" {
-		if err := d.profile(metrics, o.profile, o.n); err != nil {
+		t := targets[0]
+		if err := t.driver.profile(t.metrics, o.profile, o.n); err != nil {
 			return err
 		}
-		fmt.Printf("CPU profile of one more round: %s (go tool pprof -top %s %s)\n", o.profile, bin, o.profile)
+		fmt.Printf("CPU profile of %s over one more round: %s (go tool pprof -top %s %s)\n", t.bin, o.profile, t.bin, o.profile)
 	}
 	return nil
 }
 
+// target is one ltiop under measurement.
+type target struct {
+	bin, namespace, web, metrics, log string
+	server                            *server
+	driver                            *driver
+	perLaunch                         []measure
+}
+
+type measure struct {
+	cpu  time.Duration // server CPU per login+launch
+	rate float64       // launches a second, wall clock
+}
+
+// round drives n launches and records the server CPU they cost.
+func (t *target) round(n int) error {
+	before, err := processCPU(t.server.pid())
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := t.driver.run(n); err != nil {
+		return err
+	}
+	wall := time.Since(start)
+	after, err := processCPU(t.server.pid())
+	if err != nil {
+		return err
+	}
+	t.perLaunch = append(t.perLaunch, measure{cpu: (after - before) / time.Duration(n), rate: float64(n) / wall.Seconds()})
+	return nil
+}
+
 // seed creates the namespace, the API key Secret and the LMS's registration.
-func seed(ctx context.Context, k8s client.Client, lms *lmssim.LMS) error {
+func seed(ctx context.Context, k8s client.Client, lms *lmssim.LMS, namespace string) error {
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return err
 	}
@@ -241,17 +275,17 @@ type server struct {
 	done chan error
 }
 
-func startServer(bin, kubeconfig, caFile, logFile, web, metrics string, o options) (*server, error) {
-	log, err := os.Create(logFile)
+func startServer(t *target, kubeconfig, caFile string, o options) (*server, error) {
+	log, err := os.Create(t.log)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(t.bin)
 	// The caller's LTIOP_* settings pass through (e.g. LTIOP_REPLAY_STORE); these win.
 	cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+kubeconfig, "SSL_CERT_FILE="+caFile,
-		"LTIOP_NAMESPACE="+namespace, "LTIOP_PUBLIC_URL="+publicURL, "LTIOP_LAUNCH_URL="+launchURL,
-		"LTIOP_LISTEN="+web, "LTIOP_METRICS_LISTEN="+metrics,
+		"LTIOP_NAMESPACE="+t.namespace, "LTIOP_PUBLIC_URL="+publicURL, "LTIOP_LAUNCH_URL="+launchURL,
+		"LTIOP_LISTEN="+t.web, "LTIOP_METRICS_LISTEN="+t.metrics,
 		"LTIOP_DEV_MODE="+strconv.FormatBool(o.dev), "LTIOP_SHUTDOWN_DELAY=0s",
 		// The browsers come through a "proxy" on loopback and name their address in
 		// X-Forwarded-For: the default per-client limits apply to each, as behind an ingress.
