@@ -128,7 +128,7 @@ func (t *Tool) Login(w http.ResponseWriter, r *http.Request) {
 		t.renderStorageLogin(w, st, authURL.String())
 		return
 	}
-	http.Redirect(w, r, authURL.String(), http.StatusFound)
+	httpapi.Redirect(w, authURL.String(), http.StatusFound)
 }
 
 // findPlatform picks the registration by (iss, client_id), or the single one of the issuer.
