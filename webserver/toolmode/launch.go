@@ -94,8 +94,8 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var st loginState
-	if err := json.Unmarshal(payload, &st); err != nil {
+	st, ok := decodeLoginState(payload)
+	if !ok {
 		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeInvalidState, "The state is not one this tool issued."))
 		return
 	}
