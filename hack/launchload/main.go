@@ -21,11 +21,16 @@
 // for `go tool pprof -top <bin> out.pprof`; -dev runs ltiop in dev mode (debug logging:
 // every request logged) instead.
 //
-// Figures on the 2-core shared development machine, median of 5 rounds of 3000 launches,
-// memory replay store (µs of server CPU per login + launch):
+// Issue #14 §2, on the 2-core development machine shared with other engineers (load
+// average about 20 throughout, which inflates every figure), memory replay store, 4
+// browsers, 7 alternating rounds of 2000 launches, µs of server CPU per login + launch:
 //
-//	before (5cd021b):                      see the report of branch launchcpu
-//	after:                                 see the report of branch launchcpu
+//	before (5cd021b)   median 1155   rounds 1075–1185
+//	after  (launchcpu) median  710   rounds  625–750    (−38%)
+//
+// reproduced with (the before binary built from `git archive 5cd021b`):
+//
+//	go run ./hack/launchload -bin /tmp/ltiop-after,/tmp/ltiop-before -n 2000 -rounds 7 -profile /tmp/after.pprof
 package main
 
 import (
