@@ -62,7 +62,7 @@ func ManagerOptions(cfg *config.Config) ctrl.Options {
 				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
 			},
 		},
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsListen},
+		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsListen, ExtraHandlers: pprofHandlers(cfg.Pprof)},
 		HealthProbeBindAddress: "0", // health is served by the web server itself
 		// The manager waits for the web server's drain and graceful shutdown.
 		GracefulShutdownTimeout: ptr.To(cfg.ShutdownDelay.Duration + cfg.ShutdownTimeout.Duration + 5*time.Second),

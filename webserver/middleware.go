@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -56,12 +57,13 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 // observe gives each request an id (X-Request-Id), logs it without query string or
 // headers (they can carry tokens), counts it, and turns a panic into a 500 envelope.
-func observe(next http.Handler) http.Handler {
+// Handlers log through base with the request id (log.FromContext).
+func observe(base logr.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := requestID()
 		w.Header().Set("X-Request-Id", id)
-		logger := log.Log.WithName("http").WithValues("requestId", id)
+		logger := requestLogger(base, id)
 		r = r.WithContext(log.IntoContext(r.Context(), logger))
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
@@ -81,8 +83,10 @@ func observe(next http.Handler) http.Handler {
 			elapsed := time.Since(start)
 			requestsTotal.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
 			requestDuration.WithLabelValues(route).Observe(elapsed.Seconds())
-			logger.V(1).Info("request", "method", r.Method, "path", loggedPath(r), "route", route,
-				"status", rec.status, "duration", elapsed.String())
+			if debug := logger.V(1); debug.Enabled() { // the arguments cost allocations
+				debug.Info("request", "method", r.Method, "path", loggedPath(r), "route", route,
+					"status", rec.status, "duration", elapsed.String())
+			}
 		}()
 		next.ServeHTTP(rec, r)
 	})

@@ -171,7 +171,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		s.routes[i] = rt
 		mux.Handle(rt.Method+" "+rt.Path, rt.Handler)
 	}
-	s.handler = observe(httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(mux)))
+	s.handler = observe(log.Log.WithName("http"), httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(mux)))
 	return s
 }
 

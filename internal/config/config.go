@@ -31,6 +31,9 @@ type Config struct {
 	Listen string `json:"listen"`
 	// MetricsListen is the address of the Prometheus metrics endpoint; "0" turns it off.
 	MetricsListen string `json:"metricsListen"`
+	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics port (never the web
+	// port): CPU and heap profiles of a running replica. Off by default.
+	Pprof bool `json:"pprof"`
 	// APIKeySecret names the Secret holding the integrator's API key, under APIKeySecretKey.
 	APIKeySecret    string `json:"apiKeySecret"`
 	APIKeySecretKey string `json:"apiKeySecretKey"`
@@ -220,6 +223,7 @@ var settings = []setting{
 	{"public-url", "LTIOP_PUBLIC_URL", "external base URL of the web server, e.g. https://lti.example.com (required)", func(c *Config) flag.Value { return (*stringValue)(&c.PublicURL) }},
 	{"listen", "LTIOP_LISTEN", "listen address of the web server", func(c *Config) flag.Value { return (*stringValue)(&c.Listen) }},
 	{"metrics-listen", "LTIOP_METRICS_LISTEN", "listen address of the metrics endpoint (0 disables it)", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsListen) }},
+	{"enable-pprof", "LTIOP_ENABLE_PPROF", "serve net/http/pprof at /debug/pprof/ on the metrics port (never the web port)", func(c *Config) flag.Value { return (*boolValue)(&c.Pprof) }},
 	{"api-key-secret", "LTIOP_API_KEY_SECRET", "name of the Secret holding the integrator's API key", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecret) }},
 	{"api-key-secret-key", "LTIOP_API_KEY_SECRET_KEY", "data key of the API key inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecretKey) }},
 	{"launch-url", "LTIOP_LAUNCH_URL", "integrator page that receives launches (?ltik=)", func(c *Config) flag.Value { return (*stringValue)(&c.LaunchURL) }},
@@ -356,6 +360,8 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			add("metricsListen %q: %v", c.MetricsListen, err)
 		}
+	} else if c.Pprof {
+		add("pprof: profiles are served on the metrics port, which metricsListen 0 turns off")
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.APIKeySecret); len(msgs) > 0 {
 		add("apiKeySecret %q: %s", c.APIKeySecret, strings.Join(msgs, "; "))

@@ -223,11 +223,12 @@ dynamicRegistration:
 				"LTIOP_RATE_LIMIT_LAUNCH": "30/600", "LTIOP_RATE_LIMIT_OAUTH": "0", "LTIOP_TRUSTED_PROXIES": "10.0.0.0/8, fd00::/8",
 				"LTIOP_DYNAMIC_REGISTRATION_MAX_PENDING": "7", "LTIOP_DYNAMIC_REGISTRATION_REQUIRE_TOKEN": "true",
 				"LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY": "envToken",
+				"LTIOP_ENABLE_PPROF":                          "true",
 			},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
 					Namespace: "from-env", PublicURL: "http://localhost:3000", Listen: "127.0.0.1:4000",
-					MetricsListen: ":9090", APIKeySecret: "env-secret", APIKeySecretKey: "envKey",
+					MetricsListen: ":9090", Pprof: true, APIKeySecret: "env-secret", APIKeySecretKey: "envKey",
 					LaunchURL: "http://localhost:5000/launch", DeepLinkingURL: "http://localhost:5000/deep",
 					DevMode: true, LeaderElection: true, MaxBodyBytes: 4096,
 					KeyWait:       config.Duration{Duration: 4 * time.Second},
@@ -270,7 +271,7 @@ dynamicRegistration:
 				"--replay-store", "redis://10.0.0.7:6379/2", "--replay-store-password-file", "/flag/password",
 				"--replay-store-key-prefix", "flag:", "--replay-store-timeout", "80ms",
 				"--rate-limit-register", "0", "--rate-limit-platform-authorize", "2.5/50", "--rate-limit-platform-token", "off",
-				"--trusted-proxies", "172.16.0.0/12",
+				"--trusted-proxies", "172.16.0.0/12", "--enable-pprof",
 				"--dynamic-registration-max-pending", "20", "--dynamic-registration-pending-expiry", "24h",
 				"--dynamic-registration-token-secret", "flag-token",
 			},
@@ -278,7 +279,7 @@ dynamicRegistration:
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
 					Namespace: "from-flag", PublicURL: "http://127.0.0.1:3000", Listen: ":5000",
-					MetricsListen: ":5001", APIKeySecret: "flag-secret", APIKeySecretKey: "flagKey",
+					MetricsListen: ":5001", Pprof: true, APIKeySecret: "flag-secret", APIKeySecretKey: "flagKey",
 					LaunchURL: "https://app.example.com/l", DeepLinkingURL: "https://app.example.com/d",
 					DevMode: true, LeaderElection: true, MaxBodyBytes: 8192,
 					KeyWait:       config.Duration{Duration: 5 * time.Second},
@@ -407,6 +408,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "namespace too long", args: []string{"--namespace", strings.Repeat("a", 64)}, env: base(), want: []string{"namespace"}},
 		{name: "bad listen address", env: base().with("LTIOP_LISTEN", "3000"), want: []string{`listen "3000"`}},
 		{name: "bad metrics address", env: base().with("LTIOP_METRICS_LISTEN", "metrics"), want: []string{`metricsListen "metrics"`}},
+		{name: "pprof with the metrics port off", env: base().with("LTIOP_METRICS_LISTEN", "0", "LTIOP_ENABLE_PPROF", "true"),
+			want: []string{"pprof: profiles are served on the metrics port, which metricsListen 0 turns off"}},
+		{name: "pprof from YAML with the metrics port off", file: "metricsListen: \"0\"\npprof: true\n", env: base(), want: []string{"pprof:"}},
 		{name: "maxBodyBytes too small", args: []string{"--max-body-bytes", "1023"}, env: base(), want: []string{"maxBodyBytes: must be at least 1024, got 1023"}},
 		{name: "keyWait over a minute", env: base().with("LTIOP_KEY_WAIT", "61s"), want: []string{"keyWait: must be between 0 and 1m"}},
 		{name: "keyWait negative", args: []string{"--key-wait=-1s"}, env: base(), want: []string{"keyWait"}},

@@ -3,6 +3,7 @@ package lti
 import (
 	"bytes"
 	"context"
+	"crypto/rsa"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -225,7 +226,7 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "The platform's key set could not be obtained.")
 	}
 	// T-TOK-10.
-	verified, err := jws.Verify([]byte(t.token), jws.WithCompact(), jws.WithKey(jwa.RS256(), pub))
+	verified, err := verifyRS256(t.token, pub)
 	if err != nil || !bytes.Equal(verified, t.payload) {
 		return nil, &apierr.Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
 			Description: "The id_token signature is not valid.", Cause: err}
@@ -237,6 +238,15 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 		return nil, e
 	}
 	return c, nil
+}
+
+// verifyRS256 verifies the compact JWS token with pub and returns its payload, through
+// jwx's compact fast path: about half of jws.Verify's cost beside the RSA operation is
+// generic header parsing. It also refuses any "crit" header (RFC 7515 §4.1.11: ltiop
+// understands no extension; jws.Verify let unknown ones through) and any "b64" header
+// (RFC 7797: the payload would not be the claims that were decoded).
+func verifyRS256(token string, pub *rsa.PublicKey) ([]byte, error) {
+	return jws.VerifyCompactFast(pub, []byte(token), jwa.RS256())
 }
 
 // check runs the claim checks of Validate, after the signature.

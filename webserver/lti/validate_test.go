@@ -3,7 +3,9 @@ package lti
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -159,6 +161,25 @@ func TestValidateRejects(t *testing.T) {
 			b, _ := jsonMarshal(other)
 			parts := strings.Split(tok, ".")
 			return parts[0] + "." + base64.RawURLEncoding.EncodeToString(b) + "." + parts[2]
+		}}, status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
+		// Headers that change what is signed or how it is read: refused whatever the signature.
+		{validateCase: validateCase{name: "T-TOK-10 crit names an extension the tool does not know",
+			header: func(h map[string]any) {
+				h["crit"] = []string{"https://example.com/ext"}
+				h["https://example.com/ext"] = true
+			}},
+			status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
+		{validateCase: validateCase{name: "T-TOK-10 b64 false (RFC 7797): the payload would be the base64 text itself", token: func(tb testing.TB) string {
+			// RSA over header.payload as usual: only the header says to read the payload unencoded.
+			b, _ := jsonMarshal(rlrClaims())
+			hdr := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","b64":false,"crit":["b64"],"kid":"` + testKID + `"}`))
+			input := hdr + "." + base64.RawURLEncoding.EncodeToString(b)
+			digest := sha256.Sum256([]byte(input))
+			sig, err := rsa.SignPKCS1v15(nil, testKey, crypto.SHA256, digest[:])
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return input + "." + base64.RawURLEncoding.EncodeToString(sig)
 		}}, status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
 		{validateCase: validateCase{name: "T-TOK-10 empty signature", token: func(tb testing.TB) string {
 			tok := sign(tb, testHeader(), rlrClaims())

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	kflate "github.com/klauspost/compress/flate"
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwe"
 	"github.com/lestrrat-go/jwx/v3/jwe/jwebb"
@@ -40,19 +41,16 @@ const typPrefix = "ltiop-"
 // It is safe for concurrent use; Replace swaps the whole key set atomically. The zero value
 // is an empty keyring.
 type Keyring struct {
-	ring keyring.Ring[keyring.SealingKey, headersByKID]
+	ring keyring.Ring[keyring.SealingKey, *sealers]
 	// now is the clock of Seal (nil: time.Now); tests replace it.
 	now func() time.Time
 }
 
-// headersByKID holds, for every key of a set, the protected headers of the known purposes:
-// made once per key set, read-only.
-type headersByKID map[string]map[string]jwe.Headers
-
 var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn}
 
-// protectedHeaders returns the protected header of a token of purpose sealed with key:
-// kid, typ and zip ("dir" and "enc" are added by jwx).
+// protectedHeaders returns, as jwx headers, the protected header of a token of purpose
+// sealed with key: kid, typ and zip ("dir" and "enc" are added by jwx). Seal writes the
+// same header itself (encodedHeader); tests compare the two.
 func protectedHeaders(kid, purpose string) (jwe.Headers, error) {
 	h := jwe.NewHeaders()
 	if err := h.Set(jwe.KeyIDKey, kid); err != nil {
@@ -88,7 +86,7 @@ func (k *Keyring) Replace(keys []keyring.SealingKey) error {
 		key.Secret = bytes.Clone(key.Secret) // the keyring's own copy, never handed out
 		own[i] = key
 	}
-	if err := k.ring.Replace(own, prepareHeaders); err != nil {
+	if err := k.ring.Replace(own, prepareSealers); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	return nil
@@ -103,24 +101,7 @@ func (k *Keyring) Replace(keys []keyring.SealingKey) error {
 // returned registration's HasSynced tells when the Secret (if it exists) has been read.
 func (k *Keyring) Attach(ctx context.Context, c cache.Cache, namespace, secretName string) (toolscache.ResourceEventHandlerRegistration, error) {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("sessions"))
-	return k.ring.Follow(ctx, c, namespace, secretName, keyring.Sealing, prepareHeaders)
-}
-
-// prepareHeaders makes the protected headers of the known purposes for every key of a set.
-func prepareHeaders(keys []keyring.SealingKey) (headersByKID, error) {
-	byKID := make(headersByKID, len(keys))
-	for _, key := range keys {
-		headers := make(map[string]jwe.Headers, len(knownPurposes))
-		for _, p := range knownPurposes {
-			h, err := protectedHeaders(key.ID, p)
-			if err != nil {
-				return nil, err
-			}
-			headers[p] = h
-		}
-		byKID[key.ID] = headers
-	}
-	return byKID, nil
+	return k.ring.Follow(ctx, c, namespace, secretName, keyring.Sealing, prepareSealers)
 }
 
 // Ready reports whether the keyring has a key to seal with.
@@ -179,6 +160,12 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 		expUnix++
 	}
 
+	sl := set.Data().byKID[key.ID]
+	header := sl.headers[purpose]
+	if header == nil {
+		header = encodedHeader(key.ID, purpose)
+	}
+
 	z := deflaters.Get().(*deflater)
 	defer z.release()
 	z.env = appendEnvelope(z.env[:0], purpose, expUnix, now.Unix(), newTokenID(), payload)
@@ -186,28 +173,11 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 	if err != nil {
 		return "", fmt.Errorf("sessions: compressing: %w", err)
 	}
-
-	h := set.Data()[key.ID][purpose]
-	if h == nil {
-		if h, err = protectedHeaders(key.ID, purpose); err != nil {
-			return "", err
-		}
+	if n := compactLen(header, len(compressed)); n > MaxTokenLength {
+		return "", fmt.Errorf("sessions: the sealed token would be %d bytes, more than Open accepts (%d)", n, MaxTokenLength)
 	}
-	// The envelope is already deflated, and "zip":"DEF" is in the protected header: jwx
-	// encrypts it as it is, and jwe.Decrypt inflates it like any DEF token. (jwx's own
-	// WithCompress allocates a new flate.Writer — about 1.2 MB — per call: 450 µs a seal.)
-	// Encrypt does not keep compressed, so z can go back to the pool afterwards.
-	tok, err := jwe.Encrypt(compressed,
-		jwe.WithKey(jwa.DIRECT(), key.Secret),
-		jwe.WithContentEncryption(jwa.A256GCM()),
-		jwe.WithProtectedHeaders(h),
-	)
-	if err != nil {
-		return "", fmt.Errorf("sessions: sealing: %w", err)
-	}
-	if len(tok) > MaxTokenLength {
-		return "", fmt.Errorf("sessions: the sealed token would be %d bytes, more than Open accepts (%d)", len(tok), MaxTokenLength)
-	}
+	var tok []byte
+	tok, z.sealed = appendCompact(make([]byte, 0, compactLen(header, len(compressed))), header, sl.aead, compressed, z.sealed)
 	return string(tok), nil
 }
 
@@ -233,34 +203,49 @@ func appendEnvelope(dst []byte, purpose string, exp, iat int64, jti string, payl
 }
 
 // deflater is a reusable raw DEFLATE compressor (RFC 1951, as "zip":"DEF" requires) at
-// BestSpeed, jwx's level: a 4 KB claim set compresses to about 40% in ~30 µs.
+// BestSpeed, jwx's level: a 4 KB claim set compresses to about 40%. It is klauspost's
+// flate, not the standard library's: the same format at about half the CPU (an ltik's
+// deflate was a sixth of a launch; compress/flate still inflates it). Envelopes
+// below storeBelow are written as stored blocks instead: building the Huffman tables costs
+// tens of µs whatever the size, and a login state (random ids mostly) would shrink by a
+// few bytes only. Both are plain DEFLATE: every replica and jwe.Decrypt inflate either.
 type deflater struct {
-	env []byte
-	out bytes.Buffer
-	w   *flate.Writer
+	env    []byte
+	out    bytes.Buffer
+	fast   *kflate.Writer
+	store  *kflate.Writer
+	sealed []byte // the ciphertext and tag, before base64
 }
+
+// storeBelow is the envelope size under which deflate stores rather than compresses.
+const storeBelow = 1024
 
 var deflaters = sync.Pool{New: func() any {
 	z := &deflater{}
-	z.w, _ = flate.NewWriter(&z.out, flate.BestSpeed) // only fails on a bad level
+	z.fast, _ = kflate.NewWriter(&z.out, kflate.BestSpeed) // only fails on a bad level
+	z.store, _ = kflate.NewWriter(&z.out, kflate.NoCompression)
 	return z
 }}
 
 // release returns z to the pool, unless a large payload made its buffers large.
 func (z *deflater) release() {
-	if cap(z.env) <= MaxTokenLength && z.out.Cap() <= MaxTokenLength {
+	if cap(z.env) <= MaxTokenLength && z.out.Cap() <= MaxTokenLength && cap(z.sealed) <= MaxTokenLength {
 		deflaters.Put(z)
 	}
 }
 
 // deflate compresses z.env. The result is z's buffer: valid until z goes back to the pool.
 func (z *deflater) deflate() ([]byte, error) {
+	w := z.fast
+	if len(z.env) < storeBelow {
+		w = z.store
+	}
 	z.out.Reset()
-	z.w.Reset(&z.out)
-	if _, err := z.w.Write(z.env); err != nil {
+	w.Reset(&z.out)
+	if _, err := w.Write(z.env); err != nil {
 		return nil, err
 	}
-	if err := z.w.Close(); err != nil {
+	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return z.out.Bytes(), nil
@@ -345,21 +330,34 @@ func (k *Keyring) OpenToken(purpose string, token string, now time.Time) (Opened
 		return Opened{}, ErrInvalid
 	}
 	dot := strings.IndexByte(token, '.')
-	msg, err := jwe.ParseString(token)
-	if err != nil {
-		return Opened{}, ErrInvalid
-	}
-	kid, ok := sealedByUs(msg, typPrefix+purpose)
-	if !ok {
-		return Opened{}, ErrInvalid
-	}
-	key, ok := k.ring.Load().Lookup(kid)
-	if !ok {
-		return Opened{}, ErrInvalid
-	}
-	compressed, err := a256gcm.Decrypt(key.Secret, msg.InitializationVector(), msg.CipherText(), msg.Tag(), []byte(token[:dot]))
-	if err != nil {
-		return Opened{}, ErrInvalid
+	set := k.ring.Load()
+	var kid string
+	var compressed []byte
+	if h, ours := set.Data().ours(token[:dot]); ours {
+		// The header is, byte for byte, one Seal writes for a key held: alg, enc, zip,
+		// kid and typ are all as they must be; only the purpose is left to compare.
+		var ok bool
+		if compressed, ok = openCompact(h.aead, token, dot); !ok || h.purpose != purpose {
+			return Opened{}, ErrInvalid
+		}
+		kid = h.kid
+	} else {
+		// Another spelling of a header (another JWE writer): jwx parses it.
+		msg, err := jwe.ParseString(token)
+		if err != nil {
+			return Opened{}, ErrInvalid
+		}
+		var ok bool
+		if kid, ok = sealedByUs(msg, typPrefix+purpose); !ok {
+			return Opened{}, ErrInvalid
+		}
+		key, ok := set.Lookup(kid)
+		if !ok {
+			return Opened{}, ErrInvalid
+		}
+		if compressed, err = a256gcm.Decrypt(key.Secret, msg.InitializationVector(), msg.CipherText(), msg.Tag(), []byte(token[:dot])); err != nil {
+			return Opened{}, ErrInvalid
+		}
 	}
 	env, err := inflate(compressed)
 	if err != nil || len(env) == 0 {

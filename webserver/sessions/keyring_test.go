@@ -2,7 +2,10 @@ package sessions
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -175,6 +178,8 @@ func TestTamperedIsInvalid(t *testing.T) {
 		"garbage":      "a.b.c.d.e",
 		"header only":  parts[0] + "....",
 		"swapped tags": strings.Join([]string{parts[0], parts[1], parts[2], parts[3], parts[2]}, "."),
+		"long IV":      strings.Join([]string{parts[0], parts[1], parts[2] + "AAAAAA", parts[3], parts[4]}, "."),
+		"short tag":    strings.Join([]string{parts[0], parts[1], parts[2], parts[3], parts[4][:16]}, "."),
 	} {
 		if _, _, err := k.Open(PurposeLTIK, bad, t0); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
@@ -266,6 +271,11 @@ func TestEmptyKeyring(t *testing.T) {
 	}
 	if _, _, err := k.Open(PurposeLTIK, "a.b.c.d.e", t0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Open on an empty keyring: %v", err)
+	}
+	// A well-formed token of another keyring opens nothing either.
+	other := seal(t, fixedKeyring(t, t0, mustKey(t, t0, 0)), PurposeLTIK, []byte(`{}`), time.Hour)
+	if _, _, err := k.Open(PurposeLTIK, other, t0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Open of a real token on an empty keyring: %v", err)
 	}
 	if err := k.Replace([]keyring.SealingKey{mustKey(t, t0, 0)}); err != nil || !k.Ready() {
 		t.Errorf("Replace: %v, Ready %v", err, k.Ready())
@@ -457,6 +467,58 @@ func TestInteroperableWithJWX(t *testing.T) {
 		if _, _, err := k.Open(PurposeLTIK, string(made), t0); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
+	}
+}
+
+// Seal writes its header itself: byte for byte the header jwx writes, so tokens of older
+// replicas (sealed through jwx) take the same path, and a small envelope (stored, not
+// compressed) is still a DEF token jwx opens.
+func TestHeaderAndSmallTokensAsJWX(t *testing.T) {
+	key := mustKey(t, t0, 0)
+	k := fixedKeyring(t, t0, key)
+	for _, p := range allPurposes {
+		h, err := protectedHeaders(key.ID, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made, err := jwe.Encrypt([]byte("x"), jwe.WithKey(jwa.DIRECT(), key.Secret), jwe.WithContentEncryption(jwa.A256GCM()),
+			jwe.WithCompress(jwa.Deflate()), jwe.WithProtectedHeaders(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(encodedHeader(key.ID, p)), strings.Split(string(made), ".")[0]; got != want {
+			t.Errorf("%s: header %s, jwx writes %s", p, got, want)
+		}
+		small := []byte(`{"i":"abc","n":"nonce"}`)
+		env, err := jwe.Decrypt([]byte(seal(t, k, p, small, time.Hour)), jwe.WithKey(jwa.DIRECT(), key.Secret))
+		if err != nil || !bytes.HasSuffix(env, append([]byte(`"d":`), append(small, '}')...)) {
+			t.Errorf("%s: jwe.Decrypt of a small token: %s, %v", p, env, err)
+		}
+	}
+}
+
+// A token whose header is spelt otherwise (members in another order) is still checked and
+// opened through jwx; with another purpose's typ it does not open.
+func TestOtherHeaderSpelling(t *testing.T) {
+	key := mustKey(t, t0, 0)
+	k := fixedKeyring(t, t0, key)
+	token := func(typ string) string {
+		header := b64.EncodeToString([]byte(`{"zip":"DEF","typ":"` + typ + `","kid":"` + key.ID + `","enc":"A256GCM","alg":"dir"}`))
+		var out bytes.Buffer
+		w, _ := flate.NewWriter(&out, flate.BestSpeed)
+		fmt.Fprintf(w, `{"p":"ltik","exp":%d,"iat":%d,"jti":"abcdefghijklmnopqrstuv","d":{"spelt":"otherwise"}}`, t0.Add(time.Hour).Unix(), t0.Unix())
+		_ = w.Close()
+		block, _ := aes.NewCipher(key.Secret)
+		aead, _ := cipher.NewGCM(block)
+		tok, _ := appendCompact(nil, []byte(header), aead, out.Bytes(), nil)
+		return string(tok)
+	}
+	got, id, err := k.Open(PurposeLTIK, token("ltiop-ltik"), t0)
+	if err != nil || string(got) != `{"spelt":"otherwise"}` || id != "abcdefghijklmnopqrstuv" {
+		t.Errorf("Open: %s, %q, %v", got, id, err)
+	}
+	if _, _, err := k.Open(PurposeLTIK, token("ltiop-state"), t0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a state-typed token opened as an ltik: %v", err)
 	}
 }
 

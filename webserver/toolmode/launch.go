@@ -94,8 +94,8 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var st loginState
-	if err := json.Unmarshal(payload, &st); err != nil {
+	st, ok := decodeLoginState(payload)
+	if !ok {
 		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeInvalidState, "The state is not one this tool issued."))
 		return
 	}
@@ -178,7 +178,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	}
 	if cookieBound {
 		http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: "/lti/", MaxAge: -1})
-		http.Redirect(w, r, target, http.StatusSeeOther)
+		httpapi.Redirect(w, target, http.StatusSeeOther)
 		return
 	}
 	// No cookie came back: prove the binding from platform storage first (conformance §7).
@@ -230,7 +230,7 @@ func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	launchesTotal.WithLabelValues("storage_check", "ok").Inc()
-	http.Redirect(w, r, withLtik(pl.Destination, pl.Ltik), http.StatusSeeOther)
+	httpapi.Redirect(w, withLtik(pl.Destination, pl.Ltik), http.StatusSeeOther)
 }
 
 // destination is the integrator page for the message type, carrying the query of the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ltiop/ltiop/internal/jsonscan"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -46,6 +47,42 @@ type loginState struct {
 	DeploymentID  string `json:"d,omitempty"` // lti_deployment_id of the login, T-TOK-20
 	Storage       string `json:"s,omitempty"` // lti_storage_target when platform storage is used
 	StorageOrigin string `json:"o,omitempty"` // the platform origin postMessages go to and come from
+}
+
+// decodeLoginState reads a sealed state as Login wrote it (json.Marshal of loginState),
+// by hand: every launch reads one, and encoding/json's reflection cost more than the rest of
+// the state's opening. Members it does not know are skipped, as json.Unmarshal would.
+func decodeLoginState(payload []byte) (st loginState, ok bool) {
+	var sc jsonscan.Scanner
+	sc.Reset(string(payload))
+	for sc.Object(); sc.NextMember(); {
+		var f *string
+		switch sc.Key() {
+		case "i":
+			f = &st.ID
+		case "b":
+			f = &st.Bind
+		case "p":
+			f = &st.PlatformID
+		case "u":
+			f = &st.PlatformUID
+		case "n":
+			f = &st.Nonce
+		case "t":
+			f = &st.TargetLinkURI
+		case "d":
+			f = &st.DeploymentID
+		case "s":
+			f = &st.Storage
+		case "o":
+			f = &st.StorageOrigin
+		default:
+			sc.Skip()
+			continue
+		}
+		*f = sc.Str()
+	}
+	return st, sc.End() == nil
 }
 
 // Login serves /lti/login (GET and POST): the third-party initiated login of conformance §1.1.
@@ -128,7 +165,7 @@ func (t *Tool) Login(w http.ResponseWriter, r *http.Request) {
 		t.renderStorageLogin(w, st, authURL.String())
 		return
 	}
-	http.Redirect(w, r, authURL.String(), http.StatusFound)
+	httpapi.Redirect(w, authURL.String(), http.StatusFound)
 }
 
 // findPlatform picks the registration by (iss, client_id), or the single one of the issuer.
