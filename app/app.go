@@ -93,6 +93,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 		Recorder:  mgr.GetEventRecorder("ltiop"),
 		PublicURL: cfg.PublicURL,
 		DevMode:   cfg.DevMode,
+		Workers:   int(cfg.KeyWorkers),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PlatformRegistration controller: %w", err)
 	}
