@@ -248,7 +248,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
 		RateLimits:      rateLimits(cfg),
 	}, webserver.Handlers{
-		APIKey: apiKey, Keys: toolmode.Keys(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
+		APIKey: apiKey, Keys: toolmode.Keys(reg), KeySet: toolmode.KeySet(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
 		Platform: platform, Platforms: platforms,
 	},
 		webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."},

@@ -18,6 +18,8 @@ const (
 	CodeAPIKeyNotConfigured  = "API_KEY_NOT_CONFIGURED"
 	CodeNotFound             = "NOT_FOUND"
 	CodePlatformNotFound     = "PLATFORM_NOT_FOUND"
+	// CodeKeySetNotFound: no registration has the key set asked for (/lti/keys/{id}).
+	CodeKeySetNotFound = "KEY_SET_NOT_FOUND"
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
 	CodeUnsupportedMedia     = "UNSUPPORTED_MEDIA_TYPE"

@@ -106,7 +106,7 @@ func zeroQuality(params string) bool {
 
 // writers reuses gzip writers: each holds about a megabyte of compressor state.
 var writers = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return w
 }}
 
