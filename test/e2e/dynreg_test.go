@@ -112,6 +112,12 @@ var _ = Describe("Dynamic registration", Ordered, func() {
 			// Activated, it is launchable; a deployment it did not name is learnt at the launch.
 			Expect(callAt(ltiop.Local, "POST", "/api/platforms/"+reg.Name+"/activate", nil, bearer).Status).To(Equal(200))
 			Eventually(func() bool { p := ltiop.Registry.Get(reg.Name); return p != nil && p.Ready && p.Spec.IsActive() }).Should(BeTrue())
+			alias := getReg(reg).Annotations[ltiv1.AnnotationKeySetAlias]
+			Eventually(func(g Gomega) {
+				viaAlias, own := callAt(ltiop.Local, "GET", "/lti/keys/"+alias, nil, nil), callAt(ltiop.Local, "GET", "/lti/keys/"+reg.Name, nil, nil)
+				g.Expect(viaAlias.Status).To(Equal(200), string(viaAlias.Raw))
+				g.Expect(string(viaAlias.Raw)).To(And(ContainSubstring(`"kid"`), Equal(string(own.Raw))), "the alias serves the registration's key set")
+			}).Should(Succeed())
 			sim.ToolLoginURL, sim.ToolRedirectURI = ltiop.URL+"/lti/login", ltiop.URL+"/lti/launch"
 			b := newBrowser()
 			res2, err := b.client.Get(srv.URL + lmssim.StartPath)
