@@ -132,8 +132,21 @@ func (a *App) Leading() bool { return a.controllers.Leading() }
 // Option adjusts the manager options (tests run several ltiops in one process).
 type Option func(*ctrl.Options)
 
+// Client-side limits of the API-server clients when restCfg sets none. client-go's default,
+// 5 requests a second per client, would cap new registrations near 5 a second (a key
+// costs a Secret create and a status write), whatever the key workers; the API server's
+// priority and fairness protects it beyond these.
+const (
+	apiServerQPS   = 200
+	apiServerBurst = 400
+)
+
 // New builds ltiop for cfg against the cluster of restCfg.
 func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...Option) (*App, error) {
+	if restCfg.QPS == 0 {
+		restCfg = rest.CopyConfig(restCfg)
+		restCfg.QPS, restCfg.Burst = apiServerQPS, apiServerBurst
+	}
 	mgrOpts := ManagerOptions(cfg)
 	for _, o := range opts {
 		o(&mgrOpts)
