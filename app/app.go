@@ -141,12 +141,19 @@ const (
 	apiServerBurst = 400
 )
 
+// WithClientLimits returns restCfg with ltiop's client-side limits when it sets none.
+func WithClientLimits(restCfg *rest.Config) *rest.Config {
+	if restCfg.QPS != 0 {
+		return restCfg
+	}
+	out := rest.CopyConfig(restCfg)
+	out.QPS, out.Burst = apiServerQPS, apiServerBurst
+	return out
+}
+
 // New builds ltiop for cfg against the cluster of restCfg.
 func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...Option) (*App, error) {
-	if restCfg.QPS == 0 {
-		restCfg = rest.CopyConfig(restCfg)
-		restCfg.QPS, restCfg.Burst = apiServerQPS, apiServerBurst
-	}
+	restCfg = WithClientLimits(restCfg)
 	mgrOpts := ManagerOptions(cfg)
 	for _, o := range opts {
 		o(&mgrOpts)

@@ -65,8 +65,7 @@ func run(n, inflight, workers int) error {
 		return fmt.Errorf("starting the control plane (is KUBEBUILDER_ASSETS set?): %w", err)
 	}
 	defer func() { _ = env.Stop() }()
-	// The API server's default client limits (5 qps) would measure the client, not ltiop.
-	restCfg.QPS, restCfg.Burst = 1000, 2000
+	restCfg = app.WithClientLimits(restCfg) // as production: app.New does the same
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
