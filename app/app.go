@@ -258,7 +258,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	}, reg, oauthbroker.NewSecretClients(mgr.GetAPIReader(), cfg.Namespace).Resolve, keyring, replays)
 
 	platforms := &admin.Platforms{
-		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration, PublicURL: cfg.PublicURL,
+		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
 	}
 
 	srv := webserver.New(webserver.Options{

@@ -108,8 +108,7 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 		},
 	})
 	h.k8s = writer // the tests read through it too; reads are not intercepted
-	p := &admin.Platforms{Registry: h.reg, Client: writer, Namespace: namespace, DevMode: cfg.devMode, KeyWait: cfg.keyWait,
-		PublicURL: "https://lti.example.com"}
+	p := &admin.Platforms{Registry: h.reg, Client: writer, Namespace: namespace, DevMode: cfg.devMode, KeyWait: cfg.keyWait}
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		mux.HandleFunc("GET "+prefix, p.List)

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/internal/registration"
 	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -43,8 +42,6 @@ type Platforms struct {
 	DevMode   bool
 	// KeyWait bounds how long a write waits for the registry to show its result.
 	KeyWait time.Duration
-	// PublicURL is ltiop's external base URL, for each platform's jwksUrl.
-	PublicURL string
 }
 
 // Platform is a registration as the API shows it (service interface §2.5).
@@ -57,9 +54,7 @@ type Platform struct {
 	AccesstokenEndpoint    string     `json:"accesstokenEndpoint"`
 	AuthConfig             AuthConfig `json:"authConfig"`
 	PublicKey              string     `json:"publicKey"`
-	// JWKSURL is the registration's own key set, the public JWK URL to give the LMS.
-	JWKSURL string `json:"jwksUrl"`
-	Active  bool   `json:"active"`
+	Active                 bool       `json:"active"`
 }
 
 // AuthConfig is the platform key: method JWK_SET, JWK_KEY or RSA_KEY, and the key.
@@ -82,7 +77,7 @@ type PlatformRequest struct {
 	Active                 *bool       `json:"active,omitempty"`
 }
 
-func (h *Platforms) toAPI(p *registry.Platform) Platform {
+func toAPI(p *registry.Platform) Platform {
 	out := Platform{
 		ID:                     p.ID,
 		URL:                    string(p.Spec.URL),
@@ -91,7 +86,6 @@ func (h *Platforms) toAPI(p *registry.Platform) Platform {
 		AuthenticationEndpoint: string(p.Spec.AuthenticationEndpoint),
 		AccesstokenEndpoint:    string(p.Spec.AccesstokenEndpoint),
 		AuthConfig:             AuthConfig{Key: p.Spec.AuthConfig.Key, Method: string(p.Spec.AuthConfig.Method)},
-		JWKSURL:                strings.TrimRight(h.PublicURL, "/") + paths.KeySet(p.ID),
 		Active:                 p.Spec.IsActive(),
 	}
 	if p.Key != nil {
@@ -112,7 +106,7 @@ func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
 		Platforms []Platform `json:"platforms"`
 	}{Platforms: make([]Platform, 0, len(found))}
 	for _, p := range found {
-		out.Platforms = append(out.Platforms, h.toAPI(p))
+		out.Platforms = append(out.Platforms, toAPI(p))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
@@ -124,7 +118,7 @@ func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, h.toAPI(p))
+	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
 }
 
 // Create answers POST /api/platforms: it creates the registration and waits a bounded
@@ -238,7 +232,7 @@ func (h *Platforms) respondAfterWrite(w http.ResponseWriter, r *http.Request, id
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound, "The platform was deleted meanwhile."))
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, h.toAPI(p))
+	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
 }
 
 // await waits (bounded by KeyWait) for cond on the registry's view of reg, and returns the
@@ -253,9 +247,9 @@ func (h *Platforms) await(ctx context.Context, reg *ltiv1.PlatformRegistration, 
 		return cond(p)
 	})
 	if p != nil && p.UID == reg.UID {
-		return h.toAPI(p)
+		return toAPI(p)
 	}
-	return h.toAPI(&registry.Platform{ID: reg.Name, Spec: reg.Spec})
+	return toAPI(&registry.Platform{ID: reg.Name, Spec: reg.Spec})
 }
 
 func (h *Platforms) find(r *http.Request) (*registry.Platform, *httpapi.Error) {

@@ -244,3 +244,4 @@ func TestRequireServiceRefusals(t *testing.T) {
 		t.Fatalf("refused calls made %d token requests", n)
 	}
 }
+
