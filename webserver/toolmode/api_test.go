@@ -244,4 +244,3 @@ func TestRequireServiceRefusals(t *testing.T) {
 		t.Fatalf("refused calls made %d token requests", n)
 	}
 }
-
