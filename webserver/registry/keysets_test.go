@@ -274,6 +274,7 @@ func BenchmarkJWKSWhileChanging(b *testing.B) {
 		}
 	}()
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if set, _ := r.JWKS(); len(set.Bytes()) == 0 {
