@@ -94,6 +94,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 		DevMode:   cfg.DevMode,
 		// Dynamic registrations never activated are deleted at this age.
 		PendingExpiry: cfg.DynamicRegistration.PendingExpiry.Duration,
+		Workers:       int(cfg.KeyWorkers),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PlatformRegistration controller: %w", err)
 	}
@@ -132,8 +133,28 @@ func (a *App) Leading() bool { return a.controllers.Leading() }
 // Option adjusts the manager options (tests run several ltiops in one process).
 type Option func(*ctrl.Options)
 
+// Client-side limits of the API-server clients when restCfg sets none. client-go's default,
+// 5 requests a second per client, would cap new registrations near 5 a second (a key
+// costs a Secret create and a status write), whatever the key workers; the API server's
+// priority and fairness protects it beyond these.
+const (
+	apiServerQPS   = 200
+	apiServerBurst = 400
+)
+
+// WithClientLimits returns restCfg with ltiop's client-side limits when it sets none.
+func WithClientLimits(restCfg *rest.Config) *rest.Config {
+	if restCfg.QPS != 0 {
+		return restCfg
+	}
+	out := rest.CopyConfig(restCfg)
+	out.QPS, out.Burst = apiServerQPS, apiServerBurst
+	return out
+}
+
 // New builds ltiop for cfg against the cluster of restCfg.
 func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...Option) (*App, error) {
+	restCfg = WithClientLimits(restCfg)
 	mgrOpts := ManagerOptions(cfg)
 	for _, o := range opts {
 		o(&mgrOpts)
@@ -248,7 +269,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		ShutdownTimeout: cfg.ShutdownTimeout.Duration,
 		RateLimits:      rateLimits(cfg),
 	}, webserver.Handlers{
-		APIKey: apiKey, Keys: toolmode.Keys(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
+		APIKey: apiKey, Keys: toolmode.Keys(reg), KeySet: toolmode.KeySet(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
 		Platform: platform, Platforms: platforms,
 	},
 		webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."},

@@ -3,11 +3,13 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	goruntime "runtime"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +63,17 @@ type PlatformRegistrationReconciler struct {
 	PendingExpiry time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Workers is how many registrations are reconciled at once (DefaultKeyWorkers when 0).
+	// Making a key is ~80 ms of one core, so one worker caps new registrations at ~13/s;
+	// the work queue never hands one registration to two workers, and createKey re-reads
+	// through APIReader, so parallel workers still make one key per registration.
+	Workers int
 }
+
+// DefaultKeyWorkers is twice the cores, at least 2 and at most 16: enough to keep every core
+// generating keys while other workers wait on the API server, and no more, so key
+// generation cannot starve the web server of the same process.
+func DefaultKeyWorkers() int { return min(max(2*goruntime.NumCPU(), 2), 16) }
 
 // +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=platformregistrations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=lti.ltiop.dev,namespace=ltiop-system,resources=platformregistrations/status,verbs=get;update;patch
@@ -83,7 +95,7 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	status := &next.Status
 	status.LoginURL = r.PublicURL + paths.Login
 	status.LaunchURL = r.PublicURL + paths.Launch
-	status.JWKSURL = r.PublicURL + paths.Keys
+	status.JWKSURL = r.PublicURL + paths.KeySet(reg.Name) // its own key set, not every tenant's
 	recordFirstActivation(reg, status, r.now())
 	if reg.AwaitingActivation() {
 		return r.awaitActivation(ctx, reg, next)
@@ -327,7 +339,7 @@ func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		// appears, changes or goes away.
 		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(platformElection.enqueuePeers(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{RateLimiter: rateLimiter()}).
+		WithOptions(controller.Options{RateLimiter: rateLimiter(), MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultKeyWorkers())}).
 		Named("platformregistration").
 		Complete(r)
 }

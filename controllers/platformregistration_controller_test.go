@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -47,6 +48,34 @@ func keySecret(reg *ltiv1.PlatformRegistration) (*corev1.Secret, error) {
 var _ = Describe("PlatformRegistration controller", func() {
 	ctx := context.Background()
 
+	It("makes exactly one key for each of many registrations created at once", func() {
+		const n = 24
+		regs := make([]*ltiv1.PlatformRegistration, n)
+		for i := range regs {
+			regs[i] = canvasRegistration(uniqueName("burst"), uniqueName("client"))
+		}
+		var wg sync.WaitGroup
+		for _, reg := range regs {
+			wg.Go(func() { defer GinkgoRecover(); Expect(k8s.Create(ctx, reg)).To(Succeed()) })
+		}
+		wg.Wait()
+
+		kids := map[string]bool{}
+		for _, reg := range regs {
+			Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+			var secrets corev1.SecretList
+			Expect(k8s.List(ctx, &secrets, client.InNamespace(namespace),
+				client.MatchingLabels{ltiv1.LabelPlatformRegistration: reg.Name})).To(Succeed())
+			Expect(secrets.Items).To(HaveLen(1), "one key Secret for %s", reg.Name)
+			cur := fresh(reg)
+			Expect(string(secrets.Items[0].Data[ltiv1.SecretKeyKID])).To(Equal(cur.Status.KID), "status names the key kept")
+			Expect(cur.Status.JWKSURL).To(Equal(publicURL + "/lti/keys/" + reg.Name))
+			kids[cur.Status.KID] = true
+			Expect(eventsFor(reg.Name, ltiv1.ReasonKeyRegenerated)()).To(BeEmpty(), "no key was replaced")
+		}
+		Expect(kids).To(HaveLen(n), "every registration has a key of its own")
+	})
+
 	It("creates an owned, labelled key Secret and publishes the key and the LMS URLs in status", func() {
 		reg := canvasRegistration(uniqueName("canvas"), uniqueName("client"))
 		Expect(k8s.Create(ctx, reg)).To(Succeed())
@@ -56,7 +85,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 		Expect(cur.Spec.Active).To(Equal(ptr.To(true)), "active defaults to true")
 		Expect(cur.Status.LoginURL).To(Equal(publicURL + "/lti/login"))
 		Expect(cur.Status.LaunchURL).To(Equal(publicURL + "/lti/launch"))
-		Expect(cur.Status.JWKSURL).To(Equal(publicURL + "/lti/keys"))
+		Expect(cur.Status.JWKSURL).To(Equal(publicURL+"/lti/keys/"+reg.Name), "its own key set, not every tenant's")
 		Expect(meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionStalled)).To(BeNil())
 		Expect(meta.FindStatusCondition(cur.Status.Conditions, ltiv1.ConditionReconciling)).To(BeNil())
 

@@ -41,7 +41,7 @@ func (c *testClock) add(d time.Duration) {
 // tested is what happens before them.
 func limitedServer(l webserver.RateLimits) http.Handler {
 	return webserver.New(webserver.Options{MaxBodyBytes: 1 << 20, RateLimits: l},
-		webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.NotFoundHandler()}).Handler()
+		webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.NotFoundHandler(), KeySet: http.NotFoundHandler()}).Handler()
 }
 
 func request(h http.Handler, method, path, remote string, header ...string) *httptest.ResponseRecorder {
@@ -62,7 +62,7 @@ func TestRateLimitedRouteSet(t *testing.T) {
 	clock := &testClock{t: time.Unix(1_700_000_000, 0)}
 	srv := webserver.New(webserver.Options{MaxBodyBytes: 1 << 20, RateLimits: webserver.RateLimits{
 		Launch: one, Register: one, PlatformAuthorize: one, PlatformToken: one, OAuth: one, Now: clock.now,
-	}}, webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.NotFoundHandler()})
+	}}, webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.NotFoundHandler(), KeySet: http.NotFoundHandler()})
 	seen := map[string]bool{}
 	for i, rt := range srv.Routes() {
 		route := rt.Method + " " + rt.Path

@@ -92,8 +92,10 @@ type ReadinessCheck struct {
 type Handlers struct {
 	// APIKey guards the Bearer-authenticated integrator API.
 	APIKey *httpapi.APIKey
-	// Keys serves the tool's key set at /lti/keys.
+	// Keys serves the key set of every registration at /lti/keys.
 	Keys http.Handler
+	// KeySet serves one registration's key set at /lti/keys/{id}.
+	KeySet http.Handler
 	// Tool serves the tool-mode launch endpoints and the launch-based API.
 	Tool *toolmode.Tool
 	// Onboarding serves dynamic registration and the manual setup helpers.
@@ -119,6 +121,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
 		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
 		{"GET", paths.Keys, d.Keys},
+		{"GET", paths.KeySet("{id}"), d.KeySet},
 		{"GET", paths.Login, http.HandlerFunc(tool.Login)},
 		{"POST", paths.Login, http.HandlerFunc(tool.Login)},
 		{"POST", paths.Launch, http.HandlerFunc(tool.Launch)},

@@ -20,7 +20,7 @@ func TestStopDrainsBeforeClosing(t *testing.T) {
 		webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			<-slow // a request in flight across the whole shutdown
 			w.Write([]byte(`{"keys":[]}`))
-		})})
+		}), KeySet: http.NotFoundHandler()})
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- srv.Start(ctx) }()

@@ -208,7 +208,8 @@ type PlatformRegistrationStatus struct {
 	// +optional
 	LaunchURL string `json:"launchUrl,omitempty"`
 
-	// JWKSURL is the public key set URL to configure in the LMS.
+	// JWKSURL is the public key set URL to configure in the LMS: this registration's own key
+	// set (<publicUrl>/lti/keys/<name>), holding its keys only.
 	// +optional
 	JWKSURL string `json:"jwksUrl,omitempty"`
 

@@ -55,6 +55,12 @@ const (
 	AnnotationRotatePlatformKey = "lti.ltiop.dev/rotate-platform-key"
 	// AnnotationRotatedPlatformKey is the value of AnnotationRotatePlatformKey last served.
 	AnnotationRotatedPlatformKey = "lti.ltiop.dev/rotated-platform-key"
+
+	// AnnotationKeySetAlias on a PlatformRegistration is a second name of its key set
+	// (/lti/keys/<alias>): dynamic registration tells the LMS the key-set URL before the
+	// LMS answers with its client_id, so when the answer names an existing registration, the
+	// name sent is kept here and served too. The registration's own name always works.
+	AnnotationKeySetAlias = "lti.ltiop.dev/key-set-alias"
 )
 
 // Condition types, kstatus-compatible: Ready is the summary, Reconciling means work is under

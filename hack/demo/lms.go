@@ -46,7 +46,7 @@ func startDemoLMS(listen, ltiopURL, apiKey string) (*demoLMS, error) {
 		return nil, err
 	}
 	sim.ToolLoginURL, sim.ToolRedirectURI = ltiopURL+paths.Login, ltiopURL+paths.Launch
-	sim.EnableServices(ltiopURL + paths.Keys) // rosters, grades and deep linking, verified with ltiop's keys
+	sim.EnableServices(ltiopURL + paths.KeySet(registrationName)) // rosters, grades and deep linking, verified with its key set
 	d := &demoLMS{sim: sim, base: base, ltiop: ltiopURL, apiKey: apiKey}
 	mux := http.NewServeMux()
 	mux.Handle("/", sim.Handler())

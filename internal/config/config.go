@@ -55,6 +55,9 @@ type Config struct {
 	MaxBodyBytes int64 `json:"maxBodyBytes"`
 	// KeyWait bounds how long POST /api/platforms waits for the new registration's key.
 	KeyWait Duration `json:"keyWait"`
+	// KeyWorkers is how many registrations the controller reconciles (and makes keys for)
+	// at once; 0 means twice the cores, at most 16.
+	KeyWorkers int64 `json:"keyWorkers"`
 	// ClockSkew is the leeway on the exp and iat of incoming tokens.
 	ClockSkew Duration `json:"clockSkew"`
 	// ServiceSecret names the Secret the operator keeps the sealing keyring in.
@@ -236,6 +239,7 @@ var settings = []setting{
 	{"leader-elect", "LTIOP_LEADER_ELECT", "elect one replica to run the controllers", func(c *Config) flag.Value { return (*boolValue)(&c.LeaderElection) }},
 	{"max-body-bytes", "LTIOP_MAX_BODY_BYTES", "largest request body accepted", func(c *Config) flag.Value { return (*int64Value)(&c.MaxBodyBytes) }},
 	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
+	{"key-workers", "LTIOP_KEY_WORKERS", "registrations reconciled (keys generated) at once; 0 means twice the cores, at most 16", func(c *Config) flag.Value { return (*int64Value)(&c.KeyWorkers) }},
 	{"clock-skew", "LTIOP_CLOCK_SKEW", "leeway on exp and iat of incoming tokens", func(c *Config) flag.Value { return (*durationValue)(&c.ClockSkew.Duration) }},
 	{"service-secret", "LTIOP_SERVICE_SECRET", "name of the Secret holding the sealing keyring (created when missing)", func(c *Config) flag.Value { return (*stringValue)(&c.ServiceSecret) }},
 	{"tool-name", "LTIOP_TOOL_NAME", "tool name shown to platforms (dynamic registration)", func(c *Config) flag.Value { return (*stringValue)(&c.ToolName) }},
@@ -374,6 +378,9 @@ func (c *Config) Validate() error {
 	}
 	if c.KeyWait.Duration < 0 || c.KeyWait.Duration > time.Minute {
 		add("keyWait: must be between 0 and 1m, got %s", c.KeyWait.Duration)
+	}
+	if c.KeyWorkers < 0 || c.KeyWorkers > 64 {
+		add("keyWorkers: must be between 0 (automatic) and 64, got %d", c.KeyWorkers)
 	}
 	if c.ClockSkew.Duration < 0 || c.ClockSkew.Duration > 5*time.Minute {
 		add("clockSkew: must be between 0 and 5m, got %s", c.ClockSkew.Duration)

@@ -12,7 +12,8 @@ const (
 	Launch = "/lti/launch"
 	// LaunchComplete is where ltiop's own platform-storage page hands a checked launch over.
 	LaunchComplete = "/lti/launch/complete"
-	// Keys is the tool's JWKS: the public keys of every registration.
+	// Keys is the tool's JWKS with the public keys of every registration, kept for installs
+	// whose LMSs were given it; a registration's own key set is at KeySet(id).
 	Keys = "/lti/keys"
 	// Register is the dynamic registration initiation URL.
 	Register = "/lti/register"
@@ -34,3 +35,9 @@ const (
 	// PlatformDeepLinkingReturn is where tools post deep-linking responses.
 	PlatformDeepLinkingReturn = "/lti/platform/deeplinking"
 )
+
+// KeySet is the key set of one registration: only its own keys, so an LMS downloads what
+// it trusts and nothing of the other tenants. id is the registration's metadata.name (a
+// DNS subdomain, which needs no escaping in a path) or, for one re-registered
+// dynamically, the name its LMS was given.
+func KeySet(id string) string { return Keys + "/" + id }

@@ -64,7 +64,7 @@ var _ = Describe("Dynamic registration", Ordered, func() {
 			sent := sim.Registrations()[0]
 			Expect(sent["redirect_uris"]).To(ConsistOf(ltiop.URL + "/lti/launch"))
 			Expect(sent["initiate_login_uri"]).To(Equal(ltiop.URL + "/lti/login"))
-			Expect(sent["jwks_uri"]).To(Equal(ltiop.URL + "/lti/keys"))
+			Expect(sent["jwks_uri"]).To(HavePrefix(ltiop.URL+"/lti/keys/"), "the registration's own key set")
 			Expect(sent["token_endpoint_auth_method"]).To(Equal("private_key_jwt"))
 
 			// What ltiop recorded (T-DR-06).
@@ -83,6 +83,7 @@ var _ = Describe("Dynamic registration", Ordered, func() {
 				}
 			}
 			Expect(string(reg.Spec.URL)).To(Equal(srv.URL))
+			Expect(sent["jwks_uri"]).To(Equal(ltiop.URL+"/lti/keys/"+reg.Name), "named before the platform answered")
 			Expect(string(reg.Spec.AuthenticationEndpoint)).To(Equal(srv.URL + lmssim.AuthPath))
 			Expect(string(reg.Spec.AccesstokenEndpoint)).To(Equal(srv.URL + lmssim.TokenPath))
 			Expect(reg.Spec.AuthConfig).To(Equal(ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: srv.URL + lmssim.JWKSPath}))
@@ -103,10 +104,20 @@ var _ = Describe("Dynamic registration", Ordered, func() {
 				}
 			}
 			Expect(n).To(Equal(1))
+			// The platform now holds the key-set URL of the second registration message: kept as
+			// the registration's alias, so it serves the registration's keys.
+			again := sim.Registrations()[1]["jwks_uri"]
+			Expect(again).To(Equal(ltiop.URL + "/lti/keys/" + getReg(reg).Annotations[ltiv1.AnnotationKeySetAlias]))
 
 			// Activated, it is launchable; a deployment it did not name is learnt at the launch.
 			Expect(callAt(ltiop.Local, "POST", "/api/platforms/"+reg.Name+"/activate", nil, bearer).Status).To(Equal(200))
 			Eventually(func() bool { p := ltiop.Registry.Get(reg.Name); return p != nil && p.Ready && p.Spec.IsActive() }).Should(BeTrue())
+			alias := getReg(reg).Annotations[ltiv1.AnnotationKeySetAlias]
+			Eventually(func(g Gomega) {
+				viaAlias, own := callAt(ltiop.Local, "GET", "/lti/keys/"+alias, nil, nil), callAt(ltiop.Local, "GET", "/lti/keys/"+reg.Name, nil, nil)
+				g.Expect(viaAlias.Status).To(Equal(200), string(viaAlias.Raw))
+				g.Expect(string(viaAlias.Raw)).To(And(ContainSubstring(`"kid"`), Equal(string(own.Raw))), "the alias serves the registration's key set")
+			}).Should(Succeed())
 			sim.ToolLoginURL, sim.ToolRedirectURI = ltiop.URL+"/lti/login", ltiop.URL+"/lti/launch"
 			b := newBrowser()
 			res2, err := b.client.Get(srv.URL + lmssim.StartPath)

@@ -35,7 +35,7 @@ var _ = Describe("Readiness", func() {
 		defer stop()
 		reg := registry.New()
 		srv := webserver.New(webserver.Options{Listen: "127.0.0.1:0", MaxBodyBytes: 1 << 20, ShutdownTimeout: 5 * time.Second},
-			webserver.Handlers{APIKey: httpapi.NewAPIKey("ltiop-api-key", "apiKey"), Keys: toolmode.Keys(reg)},
+			webserver.Handlers{APIKey: httpapi.NewAPIKey("ltiop-api-key", "apiKey"), Keys: toolmode.Keys(reg), KeySet: toolmode.KeySet(reg)},
 			webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."})
 		serverDone := make(chan error, 1)
 		go func() { serverDone <- srv.Start(ctx) }()

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,15 +11,24 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 // servicesLMS is a registered LMS simulator offering NRPS, AGS and deep linking; it
-// verifies ltiop's client assertions and deep-linking responses with ltiop's JWKS.
+// verifies ltiop's client assertions and deep-linking responses with the key set its
+// administrator was given: the registration's status.jwksUrl, its own key set.
 func servicesLMS() *lmsServer {
 	lms := newLMS()
-	lms.EnableServices(baseURL + "/lti/keys")
+	Eventually(func() string {
+		var reg ltiv1.PlatformRegistration
+		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: lms.ID}, &reg)
+		return reg.Status.JWKSURL
+	}).Should(Equal(publicURL + paths.KeySet(lms.ID)))
+	lms.EnableServices(baseURL + paths.KeySet(lms.ID)) // publicURL's name is not resolvable here
 	return lms
 }
 

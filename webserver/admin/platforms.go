@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -137,7 +138,7 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, duplicate(other))
 		return
 	}
-	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, spec, FieldManager, nil)
+	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, "", spec, FieldManager, nil)
 	if createErr != nil {
 		httpapi.WriteError(w, APIServerError(r.Context(), createErr))
 		return
@@ -354,12 +355,16 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 	return spec, nil
 }
 
-// CreateRegistration creates a registration with a generated, DNS-safe name derived from
-// the issuer's host, under the given field manager, with the given labels (nil for none).
-func CreateRegistration(ctx context.Context, c client.Client, namespace string, spec *ltiv1.PlatformRegistrationSpec, manager string, labels map[string]string) (*ltiv1.PlatformRegistration, error) {
+// CreateRegistration creates a registration under the given field manager, with the given
+// labels (nil for none), named name, or when name is empty with a name the API server
+// generates from the issuer's host.
+func CreateRegistration(ctx context.Context, c client.Client, namespace, name string, spec *ltiv1.PlatformRegistrationSpec, manager string, labels map[string]string) (*ltiv1.PlatformRegistration, error) {
 	reg := &ltiv1.PlatformRegistration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: namePrefix(string(spec.URL)), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
 		Spec:       *spec,
+	}
+	if name == "" {
+		reg.GenerateName = namePrefix(string(spec.URL))
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
 	defer cancel()
@@ -436,6 +441,19 @@ func APIServerError(ctx context.Context, err error) *httpapi.Error {
 }
 
 var nameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// NewRegistrationName picks the name of a registration not created yet, for when it must be
+// known first (dynamic registration sends its key-set URL before the platform answers):
+// the issuer's host, as the API server would generate it, and ten random characters, so
+// a collision is as unlikely as a guess.
+func NewRegistrationName(issuer string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // the API server's generateName alphabet
+	suffix := make([]byte, 10)
+	for i := range suffix {
+		suffix[i] = alphabet[rand.IntN(len(alphabet))]
+	}
+	return namePrefix(issuer) + string(suffix)
+}
 
 // namePrefix makes a readable, DNS-safe generateName from the issuer's host:
 // https://canvas.instructure.com -> "canvas-instructure-com-".

@@ -359,7 +359,7 @@ func TestRegisterT_DR_03_T_DR_05(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p, pc := registeredPlatform(t, tc.status, tc.body)
-			reg := BuildRegistration(tool, pc, nil)
+			reg := BuildRegistration(tool, pc, nil, "")
 			got, err := Register(context.Background(), p.srv.Client(), pc, "reg-token-2", reg)
 			if err != nil {
 				t.Fatal(err)

@@ -107,6 +107,13 @@ func (tc ToolConfig) login() string  { return tc.base() + paths.Login }
 func (tc ToolConfig) launch() string { return tc.base() + paths.Launch }
 func (tc ToolConfig) keys() string   { return tc.base() + paths.Keys }
 
+func (tc ToolConfig) keySet(id string) string {
+	if id == "" {
+		return tc.keys()
+	}
+	return tc.base() + paths.KeySet(id)
+}
+
 func (tc ToolConfig) name() string {
 	if tc.Name == "" {
 		return "ltiop"

@@ -35,7 +35,10 @@ const canvasPlacementPrefix = "https://canvas.instructure.com/lti/"
 //
 // pc may be nil (no scope filtering, not Canvas). tc should have passed Validate; an
 // unknown Canvas privacy level is sent as anonymous.
-func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string) map[string]any {
+//
+// keySetID names the key set sent as jwks_uri, paths.KeySet(keySetID): the registration's
+// own, whose name the caller picks before the platform answers. Empty sends /lti/keys.
+func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, keySetID string) map[string]any {
 	launch := tc.launch()
 	offered := []string{MessageResourceLink}
 	if tc.DeepLinking {
@@ -79,7 +82,7 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string) map
 		"redirect_uris":              []string{launch},
 		"initiate_login_uri":         tc.login(),
 		"client_name":                tc.name(),
-		"jwks_uri":                   tc.keys(),
+		"jwks_uri":                   tc.keySet(keySetID),
 		"token_endpoint_auth_method": "private_key_jwt",
 		"scope":                      strings.Join(requestedScopes(pc), " "),
 		KeyToolConfiguration:         toolConf,

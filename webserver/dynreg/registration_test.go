@@ -50,7 +50,7 @@ func TestBuildRegistrationT_DR_04Golden(t *testing.T) {
 	pc := &PlatformConfig{ProductFamilyCode: "moodle", MessagesSupported: []MessageSupport{
 		{Type: MessageResourceLink}, {Type: MessageDeepLinking, Placements: []string{"ContentArea"}},
 	}}
-	got := roundTrip(t, BuildRegistration(testTool, pc, nil))
+	got := roundTrip(t, BuildRegistration(testTool, pc, nil, "moodle-example-edu-4k9x2b7q1m"))
 	want := fromJSON(t, `{
 		"application_type": "web",
 		"grant_types": ["client_credentials", "implicit"],
@@ -58,7 +58,7 @@ func TestBuildRegistrationT_DR_04Golden(t *testing.T) {
 		"redirect_uris": ["https://ltiop.example.edu/lti/launch"],
 		"initiate_login_uri": "https://ltiop.example.edu/lti/login",
 		"client_name": "Quiz Engine",
-		"jwks_uri": "https://ltiop.example.edu/lti/keys",
+		"jwks_uri": "https://ltiop.example.edu/lti/keys/moodle-example-edu-4k9x2b7q1m",
 		"logo_uri": "https://ltiop.example.edu/logo.svg",
 		"token_endpoint_auth_method": "private_key_jwt",
 		"scope": "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly https://purl.imsglobal.org/spec/lti-ags/scope/score https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
@@ -83,10 +83,13 @@ func TestBuildRegistrationT_DR_04Golden(t *testing.T) {
 }
 
 func TestBuildRegistrationT_DR_04Minimal(t *testing.T) {
-	got := roundTrip(t, BuildRegistration(ToolConfig{PublicURL: "http://localhost:8080"}, nil, nil))
+	got := roundTrip(t, BuildRegistration(ToolConfig{PublicURL: "http://localhost:8080"}, nil, nil, ""))
 	tc := got[KeyToolConfiguration].(map[string]any)
 	if got["client_name"] != "ltiop" || got["logo_uri"] != nil || tc["description"] != nil || tc[KeyCanvasPrivacyLevel] != nil {
 		t.Errorf("defaults: %v", got)
+	}
+	if got["jwks_uri"] != "http://localhost:8080/lti/keys" {
+		t.Errorf("without a key-set id, jwks_uri = %v, want the set of all keys", got["jwks_uri"])
 	}
 	if tc["domain"] != "localhost:8080" || got["redirect_uris"].([]any)[0] != "http://localhost:8080/lti/launch" {
 		t.Errorf("domain %v, redirect_uris %v", tc["domain"], got["redirect_uris"])
@@ -112,13 +115,13 @@ func TestBuildRegistrationT_DR_04CanvasPrivacyLevel(t *testing.T) {
 	} {
 		tool := testTool
 		tool.CanvasPrivacyLevel = level
-		tc := BuildRegistration(tool, canvas, nil)[KeyToolConfiguration].(map[string]any)
+		tc := BuildRegistration(tool, canvas, nil, "")[KeyToolConfiguration].(map[string]any)
 		if tc[KeyCanvasPrivacyLevel] != want {
 			t.Errorf("level %q: privacy_level = %v, want %s", level, tc[KeyCanvasPrivacyLevel], want)
 		}
 	}
 	for _, pc := range []*PlatformConfig{nil, {ProductFamilyCode: "moodle"}, {ProductFamilyCode: "desire2learn"}, {}} {
-		reg := BuildRegistration(testTool, pc, nil)
+		reg := BuildRegistration(testTool, pc, nil, "")
 		tc := reg[KeyToolConfiguration].(map[string]any)
 		if _, ok := tc[KeyCanvasPrivacyLevel]; ok {
 			t.Errorf("%+v: Canvas privacy level sent to a non-Canvas platform", pc)
@@ -130,7 +133,7 @@ func TestBuildRegistrationT_DR_04CanvasPrivacyLevel(t *testing.T) {
 }
 
 func TestBuildRegistrationT_DR_04Scopes(t *testing.T) {
-	scope := func(pc *PlatformConfig) string { return BuildRegistration(testTool, pc, nil)["scope"].(string) }
+	scope := func(pc *PlatformConfig) string { return BuildRegistration(testTool, pc, nil, "")["scope"].(string) }
 	all := strings.Join(Scopes, " ")
 	if got := scope(nil); got != all {
 		t.Errorf("no configuration: %q", got)
@@ -150,7 +153,7 @@ func TestBuildRegistrationT_DR_04Scopes(t *testing.T) {
 func TestBuildRegistrationT_DR_04Messages(t *testing.T) {
 	types := func(tool ToolConfig, override []string) []string {
 		var out []string
-		for _, m := range BuildRegistration(tool, nil, override)[KeyToolConfiguration].(map[string]any)["messages"].([]any) {
+		for _, m := range BuildRegistration(tool, nil, override, "")[KeyToolConfiguration].(map[string]any)["messages"].([]any) {
 			out = append(out, m.(map[string]any)["type"].(string))
 		}
 		return out
@@ -183,7 +186,7 @@ func TestBuildRegistrationT_DR_04CanvasFixturePlacements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := BuildRegistration(testTool, pc, nil)
+	reg := BuildRegistration(testTool, pc, nil, "")
 	tc := reg[KeyToolConfiguration].(map[string]any)
 	msgs := tc["messages"].([]any)
 	if _, ok := msgs[0].(map[string]any)["placements"]; ok {
@@ -211,7 +214,7 @@ func TestBuildRegistrationT_DR_04CanvasFixturePlacements(t *testing.T) {
 		t.Errorf("bare Canvas placements = %v", got)
 	}
 	d2l := &PlatformConfig{ProductFamilyCode: "desire2learn", MessagesSupported: []MessageSupport{{Type: MessageDeepLinking}}}
-	dl := BuildRegistration(testTool, d2l, nil)[KeyToolConfiguration].(map[string]any)["messages"].([]any)[1].(map[string]any)
+	dl := BuildRegistration(testTool, d2l, nil, "")[KeyToolConfiguration].(map[string]any)["messages"].([]any)[1].(map[string]any)
 	if _, ok := dl["placements"]; ok {
 		t.Errorf("placements sent to a platform that advertises none: %v", dl)
 	}
@@ -320,7 +323,7 @@ func TestDynamicRegistrationAgainstLMSSimulator(t *testing.T) {
 			if pc.Issuer != lms.Issuer || pc.IsCanvas() != tc.canvas || pc.TokenAudience() != lms.Issuer+lmssim.TokenPath {
 				t.Errorf("configuration %+v", pc)
 			}
-			reg := BuildRegistration(testTool, pc, nil)
+			reg := BuildRegistration(testTool, pc, nil, "")
 			got, err := Register(context.Background(), srv.Client(), pc, q.Get("registration_token"), reg)
 			if err != nil {
 				t.Fatal(err)

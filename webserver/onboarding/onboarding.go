@@ -15,7 +15,9 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -180,17 +182,22 @@ func (o *Onboarding) register(w http.ResponseWriter, r *http.Request) {
 }
 
 // complete posts the tool registration and creates or updates the PlatformRegistration.
+// The platform is told the registration's own key-set URL, so the registration's name is
+// picked before the platform answers with the client_id.
 func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, token, name string, active bool, messages []string) (string, *httpapi.Error) {
-	registered, err := dynreg.Register(ctx, o.http, pc, token, dynreg.BuildRegistration(o.opts.Tool, pc, messages))
+	keySetID := admin.NewRegistrationName(pc.Issuer)
+	registered, err := dynreg.Register(ctx, o.http, pc, token, dynreg.BuildRegistration(o.opts.Tool, pc, messages, keySetID))
 	if err != nil {
 		return "", registrationError(ctx, err)
 	}
-	return o.upsert(ctx, pc, registered, name, active)
+	return o.upsert(ctx, pc, registered, name, active, keySetID)
 }
 
 // upsert writes the registration: registering the same (issuer, client_id) again updates
-// it (T-DR-08), keeping its name and activation unless told otherwise.
-func (o *Onboarding) upsert(ctx context.Context, pc *dynreg.PlatformConfig, reg *dynreg.Registered, name string, active bool) (string, *httpapi.Error) {
+// it (T-DR-08), keeping its name and activation unless told otherwise. keySetID is the
+// name the platform was given in jwks_uri: a new registration takes it as its name, an
+// updated one keeps it as its key-set alias.
+func (o *Onboarding) upsert(ctx context.Context, pc *dynreg.PlatformConfig, reg *dynreg.Registered, name string, active bool, keySetID string) (string, *httpapi.Error) {
 	spec := &ltiv1.PlatformRegistrationSpec{
 		URL:                    ltiv1.EndpointURL(pc.Issuer),
 		ClientID:               reg.ClientID,
@@ -217,11 +224,14 @@ func (o *Onboarding) upsert(ctx context.Context, pc *dynreg.PlatformConfig, reg 
 		if _, err := admin.ApplySpec(ctx, o.writer, current, spec, registrationManager); err != nil {
 			return "", admin.APIServerError(ctx, err)
 		}
+		if err := o.keepKeySetAlias(ctx, current, keySetID); err != nil {
+			return "", admin.APIServerError(ctx, err)
+		}
 		id = current.ID
 	} else {
 		// Labelled: asked for without a credential, it gets no key until activated and
 		// expires if never activated (controllers/pendingregistration.go).
-		created, err := admin.CreateRegistration(ctx, o.writer, o.opts.Namespace, spec, registrationManager,
+		created, err := admin.CreateRegistration(ctx, o.writer, o.opts.Namespace, keySetID, spec, registrationManager,
 			map[string]string{ltiv1.LabelOrigin: ltiv1.OriginDynamicRegistration})
 		if err != nil {
 			return "", admin.APIServerError(ctx, err)
@@ -234,6 +244,20 @@ func (o *Onboarding) upsert(ctx context.Context, pc *dynreg.PlatformConfig, reg 
 		}
 	}
 	return id, nil
+}
+
+// keepKeySetAlias records the key-set name the platform was given on a registration that
+// has another name, so its jwks_uri serves (the platform keeps the latest one only).
+func (o *Onboarding) keepKeySetAlias(ctx context.Context, current *registry.Platform, keySetID string) error {
+	if keySetID == current.ID || keySetID == current.KeySetAlias {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": string(current.UID), "annotations": map[string]string{ltiv1.AnnotationKeySetAlias: keySetID}}})
+	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: current.Namespace, Name: current.ID}}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return o.writer.Patch(ctx, reg, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(registrationManager))
 }
 
 func defaultName(pc *dynreg.PlatformConfig) string {

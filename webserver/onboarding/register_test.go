@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
@@ -54,12 +57,12 @@ func TestRegister(t *testing.T) {
 			if len(sent) != 1 {
 				t.Fatalf("the platform received %d registrations", len(sent))
 			}
-			if !reflect.DeepEqual(sent[0]["redirect_uris"], []any{publicURL + paths.Launch}) ||
-				sent[0]["initiate_login_uri"] != publicURL+paths.Login || sent[0]["jwks_uri"] != publicURL+paths.Keys {
-				t.Fatalf("registration sent %v", sent[0])
-			}
-
 			pr := h.only() // T-DR-06
+			// The platform was told the registration's own key set, named before it answered.
+			if !reflect.DeepEqual(sent[0]["redirect_uris"], []any{publicURL + paths.Launch}) ||
+				sent[0]["initiate_login_uri"] != publicURL+paths.Login || sent[0]["jwks_uri"] != publicURL+paths.KeySet(pr.Name) {
+				t.Fatalf("registration sent %v, stored as %s", sent[0], pr.Name)
+			}
 			want := ltiv1.PlatformRegistrationSpec{
 				URL: ltiv1.EndpointURL(h.lmsURL), ClientID: "dr-client", Name: pr.Spec.Name,
 				AuthenticationEndpoint: ltiv1.EndpointURL(h.lmsURL + lmssim.AuthPath),
@@ -122,8 +125,30 @@ func TestRegisterAgainUpdates(t *testing.T) {
 		!slices.Equal(again.Spec.DeploymentIDs, []string{"d-admin"}) {
 		t.Fatalf("after registering again: %+v", again.Spec)
 	}
-	if len(h.lms.Registrations()) != 2 {
-		t.Fatalf("the platform received %d registrations", len(h.lms.Registrations()))
+	sent := h.lms.Registrations()
+	if len(sent) != 2 {
+		t.Fatalf("the platform received %d registrations", len(sent))
+	}
+	// The second registration told the platform a key-set name picked before it answered
+	// with the same client_id: kept as the registration's alias, so that URL serves its keys.
+	alias := again.Annotations[ltiv1.AnnotationKeySetAlias]
+	if alias == "" || alias == again.Name || sent[1]["jwks_uri"] != publicURL+paths.KeySet(alias) {
+		t.Fatalf("jwks_uri sent %v, alias kept %q", sent[1]["jwks_uri"], alias)
+	}
+	h.show(again)
+	private, err := keys.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemBytes, _ := keys.EncodePrivateKey(private)
+	h.reg.ApplySecret(func(string, ...any) {}, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: again.Name + "-tool-key", OwnerReferences: []metav1.OwnerReference{{
+			Kind: "PlatformRegistration", Name: again.Name, UID: again.UID, Controller: ptr.To(true)}}},
+		Type: ltiv1.SecretTypeToolKey, Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: pemBytes},
+	})
+	own, _ := h.reg.KeySet(again.Name)
+	if viaAlias, found := h.reg.KeySet(alias); !found || viaAlias == nil || viaAlias != own {
+		t.Fatalf("the alias %s must serve the registration's own key set", alias)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package registry is the web server's read side: an in-memory view of the
 // PlatformRegistrations and their key Secrets, fed by the manager's informers. Lookups are
-// map reads under a read lock: no API-server calls, no deep copies, no key parsing.
+// map reads under a read lock: no API-server calls, no deep copies, no key parsing. The key
+// sets it serves are built when keys change, never by a request (keysets.go).
 package registry
 
 import (
@@ -11,10 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +24,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/registration"
+	"github.com/ltiop/ltiop/webserver/precomputed"
 )
 
 // Platform is an immutable snapshot of one registration joined with its tool key.
@@ -47,6 +47,9 @@ type Platform struct {
 	SeenDeployments []string
 	// Key is the tool key the LMS trusts; nil until the controller has created it.
 	Key *ToolKey
+	// KeySetAlias also names the registration's key set (paths.KeySet): the name dynamic
+	// registration gave its LMS when it re-registered an existing registration.
+	KeySetAlias string
 
 	// The platform's own key for JWK_KEY and RSA_KEY, parsed once per change.
 	staticKey    *rsa.PublicKey
@@ -54,12 +57,14 @@ type Platform struct {
 	staticKeyErr error
 }
 
-// ToolKey is a registration's parsed private key, ready to sign.
+// ToolKey is a registration's parsed private key, ready to sign, with its public half
+// marshalled once: as a JWK for /lti/keys, and as the registration's own key set.
 type ToolKey struct {
 	KID       string
 	Private   *rsa.PrivateKey
 	PublicPEM string
-	public    jwk.Key
+	jwkJSON   []byte
+	set       *precomputed.Body
 }
 
 type issuerClient struct{ issuer, clientID string }
@@ -71,14 +76,14 @@ type Registry struct {
 	byIssuer  map[issuerClient]*Platform // the oldest of each (url, clientId), as the controller decides
 	peers     map[issuerClient][]*Platform
 	clients   map[string]map[string]struct{} // issuer -> its client ids, for logins without client_id
+	byAlias   map[string]*Platform           // KeySetAlias -> registration
 	keysByUID map[types.UID]*ToolKey         // from Secrets, joined to registrations by owner UID
+	idByUID   map[types.UID]string           // registration UID -> ID, to join a key without a scan
 	secretUID map[string]types.UID           // Secret name -> owner UID, to forget keys of deleted Secrets
 	changed   chan struct{}                  // closed and replaced on every change
 	awaiting  int                            // registrations with AwaitingActivation, kept by index/unindex
 
-	jwksMu    sync.Mutex
-	jwks      []byte // marshalled key set, rebuilt lazily after a change
-	jwksDirty atomic.Bool
+	all allKeys // /lti/keys, rebuilt in the background
 
 	synced []toolscache.ResourceEventHandlerRegistration
 }
@@ -90,11 +95,13 @@ func New() *Registry {
 		byIssuer:  map[issuerClient]*Platform{},
 		peers:     map[issuerClient][]*Platform{},
 		clients:   map[string]map[string]struct{}{},
+		byAlias:   map[string]*Platform{},
 		keysByUID: map[types.UID]*ToolKey{},
+		idByUID:   map[types.UID]string{},
 		secretUID: map[string]types.UID{},
 		changed:   make(chan struct{}),
 	}
-	r.jwksDirty.Store(true)
+	r.all.init()
 	return r
 }
 
@@ -209,42 +216,6 @@ func (r *Registry) AwaitingActivation() int {
 	return r.awaiting
 }
 
-// JWKS returns the marshalled key set of every active registration's tool key: an
-// inactive registration signs nothing an LMS must verify. The bytes are shared: callers
-// must not modify them.
-func (r *Registry) JWKS() []byte {
-	r.jwksMu.Lock()
-	defer r.jwksMu.Unlock()
-	if !r.jwksDirty.Load() {
-		return r.jwks
-	}
-	r.mu.RLock()
-	r.jwksDirty.Store(false) // a change after this point marks it dirty again
-	var ks []*ToolKey
-	for _, p := range r.byID {
-		if published(p) {
-			ks = append(ks, p.Key)
-		}
-	}
-	r.mu.RUnlock()
-	slices.SortFunc(ks, func(a, b *ToolKey) int { return strings.Compare(a.KID, b.KID) })
-	set := struct {
-		Keys []jwk.Key `json:"keys"`
-	}{Keys: make([]jwk.Key, 0, len(ks))}
-	for _, k := range ks {
-		set.Keys = append(set.Keys, k.public)
-	}
-	b, err := json.Marshal(set)
-	if err != nil { // jwk keys we built ourselves always marshal
-		panic(fmt.Sprintf("marshalling JWKS: %v", err))
-	}
-	r.jwks = b
-	return b
-}
-
-// published says whether p's key is in /lti/keys.
-func published(p *Platform) bool { return p.Key != nil && p.Spec.IsActive() }
-
 // ---- informer callbacks ----
 
 // Apply records a PlatformRegistration (an informer's add or update). Exported so the
@@ -264,6 +235,7 @@ func (r *Registry) Apply(obj any) {
 		Spec:               *reg.Spec.DeepCopy(),
 		SeenDeployments:    slices.Clone(reg.Status.DeploymentIDs),
 		AwaitingActivation: reg.AwaitingActivation(),
+		KeySetAlias:        reg.Annotations[ltiv1.AnnotationKeySetAlias],
 	}
 	p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
@@ -274,8 +246,10 @@ func (r *Registry) Apply(obj any) {
 	p.Key = r.keysByUID[p.UID]
 	if old := r.byID[p.ID]; old != nil {
 		r.unindex(old)
+		delete(r.idByUID, old.UID)
 	}
 	r.byID[p.ID] = p
+	r.idByUID[p.UID] = p.ID
 	r.index(p)
 	r.notify()
 }
@@ -294,6 +268,7 @@ func (r *Registry) Forget(obj any) {
 	if old := r.byID[reg.Name]; old != nil && old.UID == reg.UID {
 		r.unindex(old)
 		delete(r.byID, reg.Name)
+		delete(r.idByUID, old.UID)
 		r.notify()
 	}
 }
@@ -347,14 +322,13 @@ func (r *Registry) setKey(owner types.UID, key *ToolKey) {
 	} else {
 		r.keysByUID[owner] = key
 	}
-	for id, p := range r.byID {
-		if p.UID == owner {
-			np := *p
-			np.Key = key
-			r.unindex(p)
-			r.byID[id] = &np
-			r.index(&np)
-		}
+	if id, ok := r.idByUID[owner]; ok {
+		p := r.byID[id]
+		np := *p
+		np.Key = key
+		r.unindex(p)
+		r.byID[id] = &np
+		r.index(&np)
 	}
 	r.notify()
 }
@@ -370,6 +344,9 @@ func (r *Registry) index(p *Platform) {
 	}
 	r.clients[k.issuer][k.clientID] = struct{}{}
 	r.elect(k)
+	if p.KeySetAlias != "" {
+		r.byAlias[p.KeySetAlias] = p
+	}
 }
 
 func (r *Registry) unindex(p *Platform) {
@@ -386,6 +363,9 @@ func (r *Registry) unindex(p *Platform) {
 		}
 	}
 	r.elect(k)
+	if p.KeySetAlias != "" && r.byAlias[p.KeySetAlias] == p {
+		delete(r.byAlias, p.KeySetAlias)
+	}
 }
 
 // elect makes the oldest registration of a (url, clientId) the one lookups return,
@@ -406,11 +386,11 @@ func (r *Registry) elect(k issuerClient) {
 
 func older(a, b *Platform) bool { return registration.Older(a.Created, a.ID, b.Created, b.ID) }
 
-// notify wakes WaitFor callers and marks the JWKS for rebuilding; the caller holds r.mu.
+// notify wakes WaitFor callers and has /lti/keys rebuilt; the caller holds r.mu.
 func (r *Registry) notify() {
 	close(r.changed)
 	r.changed = make(chan struct{})
-	r.jwksDirty.Store(true)
+	r.all.changed(r)
 }
 
 // parseStaticKey parses the platform key of JWK_KEY and RSA_KEY registrations.
@@ -451,9 +431,20 @@ func newToolKey(private *rsa.PrivateKey) (*ToolKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	public, err := keys.PublicJWK(&private.PublicKey, kid)
+	k := &ToolKey{KID: kid, Private: private, PublicPEM: publicPEM}
+	return k, k.publish(&private.PublicKey)
+}
+
+// publish marshals the public key once: as a JWK for /lti/keys, and as the registration's
+// own key set.
+func (k *ToolKey) publish(public *rsa.PublicKey) error {
+	j, err := keys.PublicJWK(public, k.KID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &ToolKey{KID: kid, Private: private, PublicPEM: publicPEM, public: public}, nil
+	if k.jwkJSON, err = json.Marshal(j); err != nil {
+		return err
+	}
+	k.set = precomputed.New(keySetJSON([][]byte{k.jwkJSON}))
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -243,35 +242,5 @@ func TestRequireServiceRefusals(t *testing.T) {
 	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), 401, toolmode.CodeUnregistered)
 	if n := rg.lms.TokenRequests(); n != 0 {
 		t.Fatalf("refused calls made %d token requests", n)
-	}
-}
-
-// T-JWKS-04: /lti/keys publishes the public key of every registration, and no longer
-// the key of one that is gone.
-func TestKeys(t *testing.T) {
-	rg := newRig(t)
-	res := rg.call(t, nil, "GET", paths.Keys, nil, nil)
-	if res.Status != http.StatusOK || res.Header.Get("Content-Type") != "application/jwk-set+json" ||
-		!strings.Contains(res.Header.Get("Cache-Control"), "max-age=") {
-		t.Fatalf("keys: %d %v", res.Status, res.Header)
-	}
-	set, err := jwk.Parse([]byte(res.Body))
-	if err != nil || set.Len() != 1 {
-		t.Fatalf("key set %s: %v", res.Body, err)
-	}
-	k, _ := set.Key(0)
-	kid, _ := k.KeyID()
-	if p := rg.reg.Get("bench"); p == nil || p.Key == nil || kid != p.Key.KID {
-		t.Fatalf("kid %q is not the registration's", kid)
-	}
-	if alg, _ := k.Algorithm(); alg.String() != "RS256" {
-		t.Fatalf("alg %v", alg)
-	}
-	if strings.Contains(res.Body, `"d"`) {
-		t.Fatal("private material in the key set")
-	}
-	rg.reg.Forget(rg.pr.DeepCopy())
-	if res := rg.call(t, nil, "GET", paths.Keys, nil, nil); res.Body != `{"keys":[]}` {
-		t.Fatalf("after the registration is gone: %s", res.Body)
 	}
 }

@@ -121,7 +121,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	b.Cleanup(rg.ltiop.Close)
 	lms.ToolLoginURL, lms.ToolRedirectURI = rg.ltiop.URL+paths.Login, rg.ltiop.URL+paths.Launch
 	if cfg.services {
-		lms.EnableServices(rg.ltiop.URL + paths.Keys)
+		lms.EnableServices(rg.ltiop.URL + paths.KeySet("bench")) // its status.jwksUrl
 	}
 
 	rg.reg = registry.New()
@@ -178,6 +178,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 		"POST " + paths.Launch:            http.HandlerFunc(t.Launch),
 		"POST " + paths.LaunchComplete:    http.HandlerFunc(t.LaunchComplete),
 		"GET " + paths.Keys:               toolmode.Keys(rg.reg),
+		"GET " + paths.KeySet("{id}"):     toolmode.KeySet(rg.reg),
 		"GET /api/idtoken":                t.RequireLtik(http.HandlerFunc(t.IDToken)),
 		"GET /api/memberships":            t.RequireService(http.HandlerFunc(t.Memberships)),
 		"GET /api/lineitems":              t.RequireService(http.HandlerFunc(t.LineItems)),
