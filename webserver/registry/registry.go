@@ -76,6 +76,8 @@ type Registry struct {
 	jwks      []byte // marshalled key set, rebuilt lazily after a change
 	jwksDirty atomic.Bool
 
+	byName byName // the registrations in ID order, for lists and their pages
+
 	synced []toolscache.ResourceEventHandlerRegistration
 }
 
@@ -167,15 +169,7 @@ func (r *Registry) Get(id string) *Platform {
 
 // List returns the registrations that match filter (nil matches all), sorted by ID.
 func (r *Registry) List(filter func(*Platform) bool) []*Platform {
-	r.mu.RLock()
-	out := make([]*Platform, 0, len(r.byID))
-	for _, p := range r.byID {
-		if filter == nil || filter(p) {
-			out = append(out, p)
-		}
-	}
-	r.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *Platform) int { return strings.Compare(a.ID, b.ID) })
+	out, _ := r.Page("", 0, filter)
 	return out
 }
 
@@ -343,6 +337,7 @@ func (r *Registry) setKey(owner types.UID, key *ToolKey) {
 }
 
 func (r *Registry) index(p *Platform) {
+	r.byName.touch(p.ID)
 	k := issuerClient{string(p.Spec.URL), p.Spec.ClientID}
 	r.peers[k] = append(r.peers[k], p)
 	if r.clients[k.issuer] == nil {
@@ -353,6 +348,7 @@ func (r *Registry) index(p *Platform) {
 }
 
 func (r *Registry) unindex(p *Platform) {
+	r.byName.touch(p.ID)
 	k := issuerClient{string(p.Spec.URL), p.Spec.ClientID}
 	r.peers[k] = slices.DeleteFunc(r.peers[k], func(q *Platform) bool { return q == p })
 	if len(r.peers[k]) == 0 {
