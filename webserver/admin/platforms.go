@@ -25,6 +25,7 @@ import (
 	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
 // FieldManager owns the fields the API writes.
@@ -41,6 +42,12 @@ type Platforms struct {
 	DevMode   bool
 	// KeyWait bounds how long a write waits for the registry to show its result.
 	KeyWait time.Duration
+	// Cursors seals the list cursors: the sealing keyring, so that a cursor one replica
+	// issued opens on every other, and nobody can forge or edit one.
+	Cursors *sessions.Keyring
+	// PublicURL is ltiop's external base URL, the base of next links ("" makes them
+	// relative to the host).
+	PublicURL string
 }
 
 // Platform is a registration as the API shows it (service interface §2.5).
@@ -93,19 +100,31 @@ func toAPI(p *registry.Platform) Platform {
 	return out
 }
 
-// List answers GET /api/platforms, filtered by the query parameters id, url and clientId.
+// List answers GET /api/platforms, filtered by the query parameters id, url and clientId,
+// whole or (limit, cursor) one page at a time; see paging.go.
 func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	id, iss, clientID := q.Get("id"), q.Get("url"), q.Get("clientId")
-	found := h.Registry.List(func(p *registry.Platform) bool {
-		return (id == "" || p.ID == id) && (iss == "" || string(p.Spec.URL) == iss) &&
-			(clientID == "" || p.Spec.ClientID == clientID)
+	lq, herr := h.parseListQuery(r.URL.Query())
+	if herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
+	found, more := h.Registry.Page(lq.After, lq.Limit, func(p *registry.Platform) bool {
+		return (lq.ID == "" || p.ID == lq.ID) && (lq.URL == "" || string(p.Spec.URL) == lq.URL) &&
+			(lq.ClientID == "" || p.Spec.ClientID == lq.ClientID)
 	})
 	out := struct {
 		Platforms []Platform `json:"platforms"`
+		Next      string     `json:"next,omitempty"`
 	}{Platforms: make([]Platform, 0, len(found))}
 	for _, p := range found {
 		out.Platforms = append(out.Platforms, toAPI(p))
+	}
+	if more {
+		if out.Next, herr = h.nextURL(r, lq, found[len(found)-1].ID); herr != nil {
+			httpapi.WriteError(w, herr)
+			return
+		}
+		w.Header().Set("Link", "<"+out.Next+`>; rel="next"`)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }

@@ -49,7 +49,7 @@ type Keyring struct {
 // made once per key set, read-only.
 type headersByKID map[string]map[string]jwe.Headers
 
-var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn}
+var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn, PurposeListCursor}
 
 // protectedHeaders returns the protected header of a token of purpose sealed with key:
 // kid, typ and zip ("dir" and "enc" are added by jwx).
