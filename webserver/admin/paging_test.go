@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
+	"github.com/ltiop/ltiop/webserver/admin"
+	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
@@ -95,6 +98,29 @@ func TestListWithoutPagingIsUnchanged(t *testing.T) {
 	}
 	if got := len(h.page("/api/platforms").Platforms); got != 1500 {
 		t.Fatalf("%d platforms, want all 1500", got)
+	}
+
+	// The streamed body is byte for byte what httpapi.WriteJSON makes of the same list,
+	// escaping included.
+	odd := h.put("zz-odd", "https://lms.example/?a=1&b=<x>", "\u00e9t\u00e9 \"q\" \u2028")
+	odd.Spec.Name = "<script>&amp;</script>"
+	h.reg.Apply(odd)
+	res = h.call("GET", "/api/platforms", nil)
+	var decoded struct {
+		Platforms []admin.Platform `json:"platforms"`
+	}
+	if err := json.Unmarshal([]byte(res.Body), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	httpapi.WriteJSON(rec, http.StatusOK, decoded)
+	if rec.Body.String() != res.Body {
+		t.Fatalf("the streamed list differs from WriteJSON's; ends %q", res.Body[len(res.Body)-300:])
+	}
+	for _, name := range []string{"Content-Type", "X-Content-Type-Options", "Cache-Control"} {
+		if got, want := res.Header.Get(name), rec.Header().Get(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
 	}
 }
 

@@ -4,7 +4,10 @@
 package admin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -112,21 +115,45 @@ func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
 		return (lq.ID == "" || p.ID == lq.ID) && (lq.URL == "" || string(p.Spec.URL) == lq.URL) &&
 			(lq.ClientID == "" || p.Spec.ClientID == lq.ClientID)
 	})
-	out := struct {
-		Platforms []Platform `json:"platforms"`
-		Next      string     `json:"next,omitempty"`
-	}{Platforms: make([]Platform, 0, len(found))}
-	for _, p := range found {
-		out.Platforms = append(out.Platforms, toAPI(p))
-	}
+	next := ""
 	if more {
-		if out.Next, herr = h.nextURL(r, lq, found[len(found)-1].ID); herr != nil {
+		if next, herr = h.nextURL(r, lq, found[len(found)-1].ID); herr != nil {
 			httpapi.WriteError(w, herr)
 			return
 		}
-		w.Header().Set("Link", "<"+out.Next+`>; rel="next"`)
+		w.Header().Set("Link", "<"+next+`>; rel="next"`)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	writeList(w, found, next)
+}
+
+// writeList streams {"platforms":[...]} (with "next" when given), one platform at a
+// time: the same bytes httpapi.WriteJSON would write, without holding the whole body and
+// a copy of every platform in memory (an unpaged list of 10,000 is megabytes).
+func writeList(w http.ResponseWriter, platforms []*registry.Platform, next string) {
+	httpapi.StartJSON(w, http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as httpapi.WriteJSON
+	encode := func(v any) []byte {
+		buf.Reset()
+		_ = enc.Encode(v) // strings and bools: cannot fail
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	}
+	_, _ = bw.WriteString(`{"platforms":[`)
+	for i, p := range platforms {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(encode(toAPI(p)))
+	}
+	_ = bw.WriteByte(']')
+	if next != "" {
+		_, _ = bw.WriteString(`,"next":`)
+		_, _ = bw.Write(encode(next))
+	}
+	_ = bw.WriteByte('}')
+	_ = bw.Flush()
 }
 
 // Get answers GET /api/platforms/{id}.
