@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -104,5 +105,5 @@ func (h *Platforms) nextURL(r *http.Request, lq listQuery, last string) (string,
 			q.Set(name, v)
 		}
 	}
-	return h.PublicURL + r.URL.Path + "?" + q.Encode(), nil
+	return strings.TrimRight(h.PublicURL, "/") + r.URL.Path + "?" + q.Encode(), nil
 }

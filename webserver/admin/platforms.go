@@ -123,13 +123,13 @@ func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Link", "<"+next+`>; rel="next"`)
 	}
-	writeList(w, found, next)
+	h.writeList(w, found, next)
 }
 
 // writeList streams {"platforms":[...]} (with "next" when given), one platform at a
 // time: the same bytes httpapi.WriteJSON would write, without holding the whole body and
 // a copy of every platform in memory (an unpaged list of 10,000 is megabytes).
-func writeList(w http.ResponseWriter, platforms []*registry.Platform, next string) {
+func (h *Platforms) writeList(w http.ResponseWriter, platforms []*registry.Platform, next string) {
 	httpapi.StartJSON(w, http.StatusOK)
 	bw := bufio.NewWriterSize(w, 32<<10)
 	var buf bytes.Buffer
