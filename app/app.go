@@ -260,6 +260,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 
 	platforms := &admin.Platforms{
 		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
+		Cursors: keyring, PublicURL: cfg.PublicURL,
 	}
 
 	srv := webserver.New(webserver.Options{

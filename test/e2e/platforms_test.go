@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
@@ -264,6 +266,84 @@ var _ = Describe("Platforms API", func() {
 		alias := call("GET", "/admin/platforms?id="+p["id"].(string), nil, bearer)
 		Expect(alias.Status).To(Equal(200))
 		Expect(alias.JSON["platforms"]).To(ConsistOf(p))
+	})
+
+	It("pages the list with limit and next, seeing every registration once while others come and go", func() {
+		const iss = "https://canvas.paging.example"
+		create := func() string {
+			body := canvasBody(uniqueClientID())
+			body["url"] = iss
+			res := call("POST", "/api/platforms", body, bearer)
+			Expect(res.Status).To(Equal(201), string(res.Raw))
+			return res.JSON["id"].(string)
+		}
+		var ids []string
+		for range 7 {
+			ids = append(ids, create())
+		}
+		// Follows next as given, on this test's listener in place of the public URL.
+		page := func(path string) ([]string, string) {
+			res := call("GET", path, nil, bearer)
+			Expect(res.Status).To(Equal(200), string(res.Raw))
+			var got []string
+			for _, p := range res.JSON["platforms"].([]any) {
+				got = append(got, p.(map[string]any)["id"].(string))
+			}
+			next, _ := res.JSON["next"].(string)
+			if next != "" {
+				Expect(res.Header.Get("Link")).To(Equal("<" + next + `>; rel="next"`))
+				Expect(next).To(HavePrefix(publicURL + "/api/platforms?"))
+				next = strings.TrimPrefix(next, publicURL)
+			} else {
+				Expect(res.Header.Get("Link")).To(BeEmpty())
+			}
+			return got, next
+		}
+
+		seen := map[string]int{}
+		got, next := page("/api/platforms?limit=3&url=" + url.QueryEscape(iss))
+		Expect(got).To(HaveLen(3))
+		for _, id := range got {
+			seen[id]++
+		}
+		// Between pages: delete one served and one not yet served (the last in ID order),
+		// and add one.
+		sorted := slices.Sorted(slices.Values(ids))
+		for _, id := range []string{sorted[0], sorted[len(sorted)-1]} {
+			Expect(call("DELETE", "/api/platforms/"+id, nil, bearer).Status).To(Equal(204))
+		}
+		added := create()
+		pages := 1
+		for next != "" {
+			got, next = page(next)
+			pages++
+			for _, id := range got {
+				seen[id]++
+			}
+		}
+		for _, id := range sorted[:len(sorted)-1] {
+			Expect(seen).To(HaveKeyWithValue(id, 1), "every registration present throughout, once")
+		}
+		Expect(seen).NotTo(HaveKey(sorted[len(sorted)-1]), "deleted before its page came")
+		if added > sorted[2] { // the first page ended at sorted[2]
+			Expect(seen).To(HaveKeyWithValue(added, 1), "added ahead of the cursor")
+		} else {
+			Expect(seen).NotTo(HaveKey(added), "added behind the cursor")
+		}
+		Expect(pages).To(BeNumerically(">=", 2))
+
+		// Unpaged, the answer has no next and no Link; a bad limit names the parameter.
+		all := call("GET", "/api/platforms?url="+url.QueryEscape(iss), nil, bearer)
+		Expect(all.JSON).To(HaveLen(1))
+		Expect(all.JSON["platforms"]).To(HaveLen(len(ids) - 2 + 1))
+		Expect(all.Header.Get("Link")).To(BeEmpty())
+		bad := call("GET", "/api/platforms?limit=1001", nil, bearer)
+		Expect(bad.Status).To(Equal(400))
+		Expect(bad.errorCode()).To(Equal("INVALID_PARAMETERS"))
+		Expect(bad.errorDescription()).To(HavePrefix("limit: "))
+		forged := call("GET", "/api/platforms?cursor=eyJhIjoiYiJ9", nil, bearer)
+		Expect(forged.Status).To(Equal(400))
+		Expect(forged.errorDescription()).To(HavePrefix("cursor: "))
 	})
 
 	It("answers 404 for an unknown platform on every route", func() {

@@ -18,12 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/test/utils/testclient"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
 	"github.com/ltiop/ltiop/webserver/admin"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
 const namespace = "ltiop"
@@ -47,6 +49,7 @@ type harness struct {
 	keyDelay      atomic.Int64    // the controller's key Secret follows after this long
 	deleteOnWrite atomic.Bool     // an update is answered by the registration's deletion
 	toolKeyPEM    []byte          // the controller's key Secret holds it
+	cursors       *sessions.Keyring
 }
 
 type harnessConfig struct {
@@ -108,7 +111,14 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 		},
 	})
 	h.k8s = writer // the tests read through it too; reads are not intercepted
-	p := &admin.Platforms{Registry: h.reg, Client: writer, Namespace: namespace, DevMode: cfg.devMode, KeyWait: cfg.keyWait}
+	sealing, err := keyring.Sealing.NewKey(time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.cursors, err = sessions.NewKeyring([]keyring.SealingKey{sealing}); err != nil {
+		t.Fatal(err)
+	}
+	p := &admin.Platforms{Registry: h.reg, Client: writer, Namespace: namespace, DevMode: cfg.devMode, KeyWait: cfg.keyWait, Cursors: h.cursors}
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		mux.HandleFunc("GET "+prefix, p.List)
@@ -121,6 +131,7 @@ func newHarness(t *testing.T, configure ...func(*harnessConfig)) *harness {
 	}
 	h.api = httptest.NewServer(httpapi.LimitBody(64 << 10)(mux))
 	t.Cleanup(h.api.Close)
+	p.PublicURL = h.api.URL
 	return h
 }
 

@@ -4,7 +4,10 @@
 package admin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -26,6 +29,7 @@ import (
 	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
+	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
 // FieldManager owns the fields the API writes.
@@ -42,6 +46,12 @@ type Platforms struct {
 	DevMode   bool
 	// KeyWait bounds how long a write waits for the registry to show its result.
 	KeyWait time.Duration
+	// Cursors seals the list cursors: the sealing keyring, so that a cursor one replica
+	// issued opens on every other, and nobody can forge or edit one.
+	Cursors *sessions.Keyring
+	// PublicURL is ltiop's external base URL, the base of next links ("" makes them
+	// relative to the host).
+	PublicURL string
 }
 
 // Platform is a registration as the API shows it (service interface §2.5).
@@ -94,21 +104,57 @@ func toAPI(p *registry.Platform) Platform {
 	return out
 }
 
-// List answers GET /api/platforms, filtered by the query parameters id, url and clientId.
+// List answers GET /api/platforms, filtered by the query parameters id, url and clientId,
+// whole or (limit, cursor) one page at a time; see paging.go.
 func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	id, iss, clientID := q.Get("id"), q.Get("url"), q.Get("clientId")
-	found := h.Registry.List(func(p *registry.Platform) bool {
-		return (id == "" || p.ID == id) && (iss == "" || string(p.Spec.URL) == iss) &&
-			(clientID == "" || p.Spec.ClientID == clientID)
-	})
-	out := struct {
-		Platforms []Platform `json:"platforms"`
-	}{Platforms: make([]Platform, 0, len(found))}
-	for _, p := range found {
-		out.Platforms = append(out.Platforms, toAPI(p))
+	lq, herr := h.parseListQuery(r.URL.Query())
+	if herr != nil {
+		httpapi.WriteError(w, herr)
+		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	found, more := h.Registry.Page(lq.After, lq.Limit, func(p *registry.Platform) bool {
+		return (lq.ID == "" || p.ID == lq.ID) && (lq.URL == "" || string(p.Spec.URL) == lq.URL) &&
+			(lq.ClientID == "" || p.Spec.ClientID == lq.ClientID)
+	})
+	next := ""
+	if more {
+		if next, herr = h.nextURL(r, lq, found[len(found)-1].ID); herr != nil {
+			httpapi.WriteError(w, herr)
+			return
+		}
+		w.Header().Set("Link", "<"+next+`>; rel="next"`)
+	}
+	h.writeList(w, found, next)
+}
+
+// writeList streams {"platforms":[...]} (with "next" when given), one platform at a
+// time: the same bytes httpapi.WriteJSON would write, without holding the whole body and
+// a copy of every platform in memory (an unpaged list of 10,000 is megabytes).
+func (h *Platforms) writeList(w http.ResponseWriter, platforms []*registry.Platform, next string) {
+	httpapi.StartJSON(w, http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as httpapi.WriteJSON
+	encode := func(v any) []byte {
+		buf.Reset()
+		_ = enc.Encode(v) // strings and bools: cannot fail
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	}
+	_, _ = bw.WriteString(`{"platforms":[`)
+	for i, p := range platforms {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(encode(toAPI(p)))
+	}
+	_ = bw.WriteByte(']')
+	if next != "" {
+		_, _ = bw.WriteString(`,"next":`)
+		_, _ = bw.Write(encode(next))
+	}
+	_ = bw.WriteByte('}')
+	_ = bw.Flush()
 }
 
 // Get answers GET /api/platforms/{id}.

@@ -115,10 +115,16 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // WriteRawJSON writes already-encoded JSON.
 func WriteRawJSON(w http.ResponseWriter, status int, b []byte) {
+	StartJSON(w, status)
+	_, _ = w.Write(b)
+}
+
+// StartJSON sends the status and the headers of a JSON answer, for a body written next
+// (streamed, when building it whole would cost too much memory).
+func StartJSON(w http.ResponseWriter, status int) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -84,6 +83,8 @@ type Registry struct {
 	awaiting  int                            // registrations with AwaitingActivation, kept by index/unindex
 
 	all allKeys // /lti/keys, rebuilt in the background
+
+	byName byName // the registrations in ID order, for lists and their pages
 
 	synced []toolscache.ResourceEventHandlerRegistration
 }
@@ -178,15 +179,7 @@ func (r *Registry) Get(id string) *Platform {
 
 // List returns the registrations that match filter (nil matches all), sorted by ID.
 func (r *Registry) List(filter func(*Platform) bool) []*Platform {
-	r.mu.RLock()
-	out := make([]*Platform, 0, len(r.byID))
-	for _, p := range r.byID {
-		if filter == nil || filter(p) {
-			out = append(out, p)
-		}
-	}
-	r.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *Platform) int { return strings.Compare(a.ID, b.ID) })
+	out, _ := r.Page("", 0, filter)
 	return out
 }
 
@@ -334,6 +327,7 @@ func (r *Registry) setKey(owner types.UID, key *ToolKey) {
 }
 
 func (r *Registry) index(p *Platform) {
+	r.byName.touch(p.ID)
 	if p.AwaitingActivation {
 		r.awaiting++
 	}
@@ -350,6 +344,7 @@ func (r *Registry) index(p *Platform) {
 }
 
 func (r *Registry) unindex(p *Platform) {
+	r.byName.touch(p.ID)
 	if p.AwaitingActivation {
 		r.awaiting--
 	}

@@ -46,7 +46,7 @@ type Keyring struct {
 	now func() time.Time
 }
 
-var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn}
+var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn, PurposeListCursor}
 
 // protectedHeaders returns, as jwx headers, the protected header of a token of purpose
 // sealed with key: kid, typ and zip ("dir" and "enc" are added by jwx). Seal writes the

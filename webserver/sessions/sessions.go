@@ -29,6 +29,8 @@ const (
 	PurposePendingLaunch = "pending-launch"
 	// PurposeRegistration: a dynamic registration waiting for the integrator's approval.
 	PurposeRegistration = "registration"
+	// PurposeListCursor: where the next page of a list (GET /api/platforms) starts.
+	PurposeListCursor = "list-cursor"
 )
 
 // Errors of Open. They say no more than this on purpose: a caller (and so a client) learns

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ltiopProcess is the ltiop binary run as a child process, configured by environment.
+type ltiopProcess struct {
+	binary, listen, kubeconfig, log string
+	cmd                             *exec.Cmd
+	exited                          chan error
+}
+
+func (p *ltiopProcess) start() error {
+	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	public := "http://" + p.listen
+	cmd := exec.Command(p.binary)
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+p.kubeconfig,
+		"LTIOP_NAMESPACE="+namespace,
+		"LTIOP_PUBLIC_URL="+public,
+		"LTIOP_LISTEN="+p.listen,
+		"LTIOP_METRICS_LISTEN=0",
+		"LTIOP_DEV_MODE=true",
+		"LTIOP_LAUNCH_URL="+public+"/scale/launched",
+		"LTIOP_SHUTDOWN_DELAY=0s",
+		// The login measurement comes from one address, far faster than any school.
+		"LTIOP_RATE_LIMIT_LAUNCH=0",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting %s: %w", p.binary, err)
+	}
+	p.cmd, p.exited = cmd, make(chan error, 1)
+	go func() {
+		p.exited <- cmd.Wait()
+		logFile.Close()
+	}()
+	return nil
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 30 s) and waits for it.
+func (p *ltiopProcess) stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.cmd = nil
+}
+
+// alive reports an early exit as an error.
+func (p *ltiopProcess) alive() error {
+	select {
+	case err := <-p.exited:
+		p.cmd = nil
+		return fmt.Errorf("ltiop exited (%v); see %s", err, p.log)
+	default:
+		return nil
+	}
+}
+
+// status reads a kB field of /proc/<pid>/status, in bytes.
+func (p *ltiopProcess) status(field string) int64 {
+	if p.cmd == nil {
+		return 0
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func (p *ltiopProcess) rss() int64 { return p.status("VmRSS") }
+func (p *ltiopProcess) hwm() int64 { return p.status("VmHWM") }
+
+// cpu is the process's user and system time so far.
+func (p *ltiopProcess) cpu() time.Duration {
+	if p.cmd == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)
+	st, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / ticks
+}

@@ -1,0 +1,109 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/sessions"
+)
+
+// Paging of GET /api/platforms. Without limit and cursor the answer is the whole list, as
+// the service interface shows it. With them it is one page in ID order and, when more
+// remain, "next" (and a Link header): the URL of the following page, whose cursor is the
+// last ID served, sealed with the sealing keyring. Sealed, a cursor opens on every replica
+// and cannot be forged or edited; keyed by ID rather than by position, a registration
+// added or deleted between pages moves no other one.
+const (
+	// MaxPageLimit is the largest limit a page may ask for.
+	MaxPageLimit = 1000
+	// cursorLifetime is how long a cursor opens: long enough for any sane paging loop.
+	cursorLifetime = 24 * time.Hour
+)
+
+// listQuery is what a list request asks for.
+type listQuery struct {
+	ID, URL, ClientID string // filters, exact match, "" for any
+	Limit             int    // page size; 0: the whole list, unpaged
+	After             string // the page starts after this ID
+}
+
+// cursor is the sealed payload: where the next page starts and what list it belongs to.
+type cursor struct {
+	After    string `json:"a"`
+	Limit    int    `json:"l"`
+	ID       string `json:"i,omitempty"`
+	URL      string `json:"u,omitempty"`
+	ClientID string `json:"c,omitempty"`
+}
+
+func badParameter(description string) *httpapi.Error {
+	return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, description)
+}
+
+// parseListQuery reads the filters, limit and cursor. A cursor must come from a list
+// with the same filters; its limit applies unless limit is given again.
+func (h *Platforms) parseListQuery(q url.Values) (listQuery, *httpapi.Error) {
+	lq := listQuery{ID: q.Get("id"), URL: q.Get("url"), ClientID: q.Get("clientId")}
+	for _, name := range []string{"limit", "cursor"} {
+		if len(q[name]) > 1 {
+			return lq, badParameter(name + ": given more than once.")
+		}
+	}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > MaxPageLimit {
+			return lq, badParameter("limit: must be a whole number from 1 to " + strconv.Itoa(MaxPageLimit) + ".")
+		}
+		lq.Limit = n
+	}
+	v, ok := q["cursor"]
+	if !ok {
+		return lq, nil
+	}
+	if h.Cursors == nil {
+		return lq, badParameter("cursor: this server issues no cursors.")
+	}
+	payload, _, err := h.Cursors.Open(sessions.PurposeListCursor, v[0], time.Now())
+	var c cursor
+	switch {
+	case errors.Is(err, sessions.ErrExpired):
+		return lq, badParameter("cursor: expired; list again without it.")
+	case err != nil, json.Unmarshal(payload, &c) != nil, c.After == "", c.Limit < 1 || c.Limit > MaxPageLimit:
+		return lq, badParameter("cursor: not a cursor of this list; pass next back as it came, or list again without it.")
+	case c.ID != lq.ID || c.URL != lq.URL || c.ClientID != lq.ClientID:
+		return lq, badParameter("cursor: issued for other filters; keep id, url and clientId as they were.")
+	}
+	lq.After = c.After
+	if lq.Limit == 0 {
+		lq.Limit = c.Limit
+	}
+	return lq, nil
+}
+
+// nextURL is the address of the page after the one that ended with the ID last.
+func (h *Platforms) nextURL(r *http.Request, lq listQuery, last string) (string, *httpapi.Error) {
+	payload, err := json.Marshal(cursor{After: last, Limit: lq.Limit, ID: lq.ID, URL: lq.URL, ClientID: lq.ClientID})
+	if err != nil {
+		return "", httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The next page could not be described.")
+	}
+	if h.Cursors == nil {
+		return "", sessions.ErrSealingNotReady
+	}
+	sealed, err := h.Cursors.Seal(sessions.PurposeListCursor, payload, cursorLifetime)
+	if err != nil {
+		return "", sessions.ErrSealingNotReady
+	}
+	q := url.Values{"limit": {strconv.Itoa(lq.Limit)}, "cursor": {sealed}}
+	for name, v := range map[string]string{"id": lq.ID, "url": lq.URL, "clientId": lq.ClientID} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	return strings.TrimRight(h.PublicURL, "/") + r.URL.Path + "?" + q.Encode(), nil
+}
