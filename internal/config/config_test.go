@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -76,6 +77,7 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownDelay:      config.Duration{Duration: 5 * time.Second},
 		ServiceKeyLifetime: config.Duration{Duration: 90 * 24 * time.Hour},
 		ReplayStore:        "memory", ReplayStoreTimeout: config.Duration{Duration: 100 * time.Millisecond},
+		LogLevel: "info", LogFormat: "json",
 		RateLimits: config.RateLimits{
 			Launch:            config.RateLimit{Rate: 100, Burst: 2000},
 			Register:          config.RateLimit{Rate: 1, Burst: 30},
@@ -157,6 +159,8 @@ replayStore: redis://redis.ltiop.svc:6379/0
 replayStorePasswordFile: /etc/ltiop/redis/password
 replayStoreKeyPrefix: "ltiop:prod:"
 replayStoreTimeout: 150ms
+logLevel: debug
+logFormat: console
 rateLimits:
   launch: {rate: 0}
   register: {rate: 0.5, burst: 5}
@@ -187,6 +191,7 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 					Kubeconfig:         "/file/kubeconfig",
 					ReplayStore:        "redis://redis.ltiop.svc:6379/0", ReplayStorePasswordFile: "/etc/ltiop/redis/password",
 					ReplayStoreKeyPrefix: "ltiop:prod:", ReplayStoreTimeout: config.Duration{Duration: 150 * time.Millisecond},
+					LogLevel: "debug", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
 						r.Launch = config.RateLimit{Rate: 0, Burst: 2000} // rate 0: off
@@ -212,6 +217,7 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 				"LTIOP_REPLAY_STORE": "rediss://redis.example:6380/1", "LTIOP_REPLAY_STORE_PASSWORD": "from-secret",
 				"LTIOP_REPLAY_STORE_KEY_PREFIX": "env:", "LTIOP_REPLAY_STORE_TIMEOUT": "250ms",
 				"LTIOP_RATE_LIMIT_LAUNCH": "30/600", "LTIOP_RATE_LIMIT_OAUTH": "0", "LTIOP_TRUSTED_PROXIES": "10.0.0.0/8, fd00::/8",
+				"LTIOP_LOG_LEVEL": "error", "LTIOP_LOG_FORMAT": "console",
 			},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
@@ -229,6 +235,7 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 					Kubeconfig:         "/env/kubeconfig",
 					ReplayStore:        "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
 					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond},
+					LogLevel: "error", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
 						r.Launch = config.RateLimit{Rate: 30, Burst: 600}
@@ -254,7 +261,7 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 				"--replay-store", "redis://10.0.0.7:6379/2", "--replay-store-password-file", "/flag/password",
 				"--replay-store-key-prefix", "flag:", "--replay-store-timeout", "80ms",
 				"--rate-limit-register", "0", "--rate-limit-platform-authorize", "2.5/50", "--rate-limit-platform-token", "off",
-				"--trusted-proxies", "172.16.0.0/12",
+				"--trusted-proxies", "172.16.0.0/12", "--log-level", "debug", "--log-format", "console",
 			},
 			env: env{"LTIOP_RATE_LIMIT_PLATFORM_AUTHORIZE": "7/70", "LTIOP_NAMESPACE": "from-env", "LTIOP_KEY_WAIT": "4s", "LTIOP_MAX_BODY_BYTES": "4096"},
 			check: func(t *testing.T, c *config.Config) {
@@ -272,6 +279,7 @@ trustedProxies: [10.0.0.0/8, "192.0.2.1"]
 					Kubeconfig:         "/flag/kubeconfig",
 					ReplayStore:        "redis://10.0.0.7:6379/2", ReplayStorePasswordFile: "/flag/password",
 					ReplayStoreKeyPrefix: "flag:", ReplayStoreTimeout: config.Duration{Duration: 80 * time.Millisecond},
+					LogLevel: "debug", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
 						r.Register = config.RateLimit{}
@@ -397,6 +405,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "YAML duration as a number", file: "keyWait: 3\n", env: base(), want: []string{"configuration file", "duration"}},
 		{name: "YAML bad duration", file: "keyWait: soon\n", env: base(), want: []string{"configuration file", "soon"}},
 		{name: "YAML not a mapping", file: "- a\n- b\n", env: base(), want: []string{"configuration file"}},
+		{name: "unknown log level", env: base().with("LTIOP_LOG_LEVEL", "warn"), want: []string{`log level "warn": must be debug, info or error`}},
+		{name: "log level in capitals", args: []string{"--log-level", "DEBUG"}, env: base(), want: []string{`log level "DEBUG"`}},
+		{name: "unknown log format", args: []string{"--log-format", "text"}, env: base(), want: []string{`log format "text": must be json or console`}},
+		{name: "YAML empty log format", file: "logFormat: \"\"\n", env: base(), want: []string{`log format ""`}},
 		{name: "missing config file", args: []string{"--config", filepath.Join(t.TempDir(), "absent.yaml")}, env: base(), want: []string{"reading configuration file"}},
 		{name: "unknown positional argument", args: []string{"--listen", ":3000", "serve"}, env: base(), want: []string{"unexpected arguments: serve"}},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, env: base(), want: []string{"no-such-flag"}},
@@ -577,5 +589,29 @@ func TestTrustedProxyPrefixes(t *testing.T) {
 	want := []string{"10.0.0.0/8", "192.0.2.7/32", "198.51.100.1/32", "fd00::/8"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("TrustedProxyPrefixes = %q, want %q", got, want)
+	}
+}
+
+// The log settings come from each source like the others, and dev mode leaves them alone.
+func TestLogSettingsIndependentOfDevMode(t *testing.T) {
+	isolate(t)
+	cfg := mustLoad(t, []string{"--dev-mode"}, base())
+	if cfg.LogLevel != "info" || cfg.LogFormat != "json" {
+		t.Errorf("dev mode changed the log settings: %q %q", cfg.LogLevel, cfg.LogFormat)
+	}
+	cfg = mustLoad(t, []string{"--log-level=error"}, base().with("LTIOP_LOG_LEVEL", "debug", "LTIOP_LOG_FORMAT", "console"))
+	if cfg.LogLevel != "error" || cfg.LogFormat != "console" || cfg.DevMode {
+		t.Errorf("flag over env: %q %q devMode=%v", cfg.LogLevel, cfg.LogFormat, cfg.DevMode)
+	}
+}
+
+// --version wins over everything else, even a configuration that would not validate.
+func TestVersionFlag(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"--public-url", "http://bad", "--version"}} {
+		cfg, err := config.Load(args, env{}.get)
+		if !errors.Is(err, config.ErrVersion) || cfg != nil {
+			t.Errorf("Load(%q) = %v, %v; want ErrVersion", args, cfg, err)
+		}
 	}
 }
