@@ -5,10 +5,13 @@ package logging
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // The accepted levels: debug adds the per-request lines (logr V(1)); error keeps errors only.
@@ -48,16 +51,30 @@ func zapLevel(level string) (zapcore.Level, error) {
 	return 0, fmt.Errorf("log level %q: must be debug, info or error", level)
 }
 
-// New returns a logger writing to w at level, in format.
+// New returns a logger writing to w at level, in format. At info and error, repeated
+// messages are sampled (the first 100 a second, then one in 100), so a flood of refused
+// requests cannot flood the logs; at debug nothing is dropped, since debug is for
+// following every request.
 func New(level, format string, w io.Writer) (logr.Logger, error) {
 	if err := Check(level, format); err != nil {
 		return logr.Discard(), err
 	}
 	lvl, _ := zapLevel(level)
-	isoTime := func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.ISO8601TimeEncoder }
-	encoder := zap.JSONEncoder(isoTime)
+	var encoder zapcore.Encoder
 	if format == FormatConsole {
-		encoder = zap.ConsoleEncoder(isoTime)
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.RFC3339TimeEncoder
+		encoder = zapcore.NewConsoleEncoder(ec)
+	} else {
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.RFC3339TimeEncoder
+		encoder = zapcore.NewJSONEncoder(ec)
 	}
-	return zap.New(zap.WriteTo(w), zap.Level(lvl), encoder), nil
+	sink := zapcore.AddSync(w)
+	// KubeAwareEncoder logs a Kubernetes object as its kind, namespace and name.
+	core := zapcore.NewCore(&ctrlzap.KubeAwareEncoder{Encoder: encoder}, sink, lvl)
+	if lvl > zapcore.DebugLevel {
+		core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
+	}
+	return zapr.NewLogger(zap.New(core, zap.ErrorOutput(sink), zap.AddStacktrace(zapcore.ErrorLevel))), nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
 )
 
 func TestCheckAcceptsTheDocumentedValuesOnly(t *testing.T) {
@@ -77,5 +79,23 @@ func TestFormats(t *testing.T) {
 	out := buf.String()
 	if json.Valid(bytes.TrimSpace(buf.Bytes())) || !strings.Contains(out, "\thello\t") || !strings.Contains(out, `"requestId": "abc"`) {
 		t.Errorf("console line = %q, want tab-separated text", out)
+	}
+}
+
+// Debug keeps every line (one per request); info samples a repeated message.
+func TestSamplingOnlyAboveDebug(t *testing.T) {
+	count := func(level string, logIt func(l logr.Logger)) int {
+		var buf bytes.Buffer
+		l, _ := New(level, "json", &buf)
+		for range 500 {
+			logIt(l)
+		}
+		return strings.Count(buf.String(), "\n")
+	}
+	if n := count("debug", func(l logr.Logger) { l.V(1).Info("request") }); n != 500 {
+		t.Errorf("debug kept %d of 500 request lines", n)
+	}
+	if n := count("info", func(l logr.Logger) { l.Info("launch refused") }); n >= 500 || n < 100 {
+		t.Errorf("info kept %d of 500 identical lines, want them sampled (100 a second, then 1 in 100)", n)
 	}
 }
