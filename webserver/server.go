@@ -4,7 +4,6 @@ package webserver
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -25,9 +24,6 @@ import (
 	"github.com/ltiop/ltiop/webserver/ratelimit"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
-
-//go:embed openapi.json
-var openAPIDocument []byte
 
 // Options configure the Server.
 type Options struct {
@@ -266,8 +262,4 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	httpapi.WriteRawJSON(w, http.StatusOK, openAPIDocument)
 }

@@ -69,7 +69,6 @@ const (
 // Reasons used on the conditions. They are stable: tools and alerts may match on them.
 const (
 	ReasonReady                  = "Ready"
-	ReasonKeyPending             = "KeyPending"
 	ReasonInvalidAuthConfig      = "InvalidAuthConfig"
 	ReasonInsecureURL            = "InsecureURL"
 	ReasonDuplicateRegistration  = "DuplicateRegistration"
