@@ -20,8 +20,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/ltiop/ltiop/internal/version
 LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
-# Where `make build` writes the binary.
+# Where `make build` writes the binary, and its go build flags (tests add -race there to
+# reuse the packages their own build compiled).
 LTIOP_BIN ?= bin/ltiop
+BUILD_FLAGS ?= -trimpath
 
 .PHONY: all
 all: build
@@ -79,7 +81,7 @@ run: ## Run ltiop from source against the cluster of the current kubectl context
 
 .PHONY: build
 build: ## Build the ltiop binary (LTIOP_BIN, default bin/ltiop) with VERSION and COMMIT.
-	go build -trimpath -ldflags "$(LDFLAGS)" -o $(LTIOP_BIN) .
+	go build $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(LTIOP_BIN) .
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG for this machine's platform.

@@ -49,7 +49,8 @@ func run(t *testing.T, name string, args ...string) string {
 func TestMakeBuildInjectsVersion(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "ltiop")
 	const version, commit = "v9.8.7-test.1", "0123456789abcdef0123456789abcdef01234567"
-	run(t, "make", "-s", "build", "VERSION="+version, "COMMIT="+commit, "LTIOP_BIN="+bin)
+	// -race instead of -trimpath: the packages are then those `go test -race` compiled.
+	run(t, "make", "-s", "build", "VERSION="+version, "COMMIT="+commit, "LTIOP_BIN="+bin, "BUILD_FLAGS=-race")
 	cmd := exec.Command(bin, "--version")
 	cmd.Env = []string{} // no LTIOP_* settings: --version needs none
 	out, err := cmd.CombinedOutput()
@@ -107,7 +108,7 @@ func TestContainerTargets(t *testing.T) {
 		}
 	}
 	makefile := run(t, "make", "-n", "build", "VERSION=v9", "COMMIT=c0ffee", "LTIOP_BIN=x")
-	if !strings.Contains(makefile, "-X github.com/ltiop/ltiop/internal/version.Version=v9 -X github.com/ltiop/ltiop/internal/version.Commit=c0ffee") {
+	if !strings.Contains(makefile, "go build -trimpath -ldflags") || !strings.Contains(makefile, "-X github.com/ltiop/ltiop/internal/version.Version=v9 -X github.com/ltiop/ltiop/internal/version.Commit=c0ffee") {
 		t.Errorf("make build runs %q", makefile)
 	}
 }
