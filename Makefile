@@ -73,9 +73,10 @@ bench: ## Run the benchmarks of the hot paths.
 demo: ## Run ltiop end to end on an embedded local control plane (no cluster needed).
 	hack/demo.sh
 
+# Built, then run (not `go run`, which exits 1 after a Ctrl-C whatever ltiop returned).
 .PHONY: run
-run: ## Run ltiop from source against the cluster of the current kubectl context (set LTIOP_PUBLIC_URL and LTIOP_NAMESPACE; args in RUN_ARGS).
-	go run -ldflags "$(LDFLAGS)" . $(RUN_ARGS)
+run: build ## Run ltiop from source against the cluster of the current kubectl context (set LTIOP_PUBLIC_URL and LTIOP_NAMESPACE; args in RUN_ARGS).
+	$(LTIOP_BIN) $(RUN_ARGS)
 
 ##@ Build
 
