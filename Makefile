@@ -6,7 +6,24 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_GEN := go tool controller-gen
 GEN_PATHS := paths=./...
 CRD_RBAC_ARGS := crd rbac:roleName=ltiop-manager
+# The image the docker-* targets build and push, and that build-installer and deploy install.
 IMG ?= ltiop:latest
+# docker, or podman.
+CONTAINER_TOOL ?= docker
+# The platforms of docker-buildx.
+PLATFORMS ?= linux/amd64,linux/arm64
+KUBECTL ?= kubectl
+KUSTOMIZE := go tool kustomize
+# Injected into the binary (ltiop --version, the start log line, ltiop_build_info, the
+# OpenAPI document). Override for a release: make docker-build VERSION=v0.2.0.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/ltiop/ltiop/internal/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
+# Where `make build` writes the binary, and its go build flags (tests add -race there to
+# reuse the packages their own build compiled).
+LTIOP_BIN ?= bin/ltiop
+BUILD_FLAGS ?= -trimpath
 
 .PHONY: all
 all: build
@@ -56,17 +73,59 @@ bench: ## Run the benchmarks of the hot paths.
 demo: ## Run ltiop end to end on an embedded local control plane (no cluster needed).
 	hack/demo.sh
 
+# Built, then run (not `go run`, which exits 1 after a Ctrl-C whatever ltiop returned).
+.PHONY: run
+run: build ## Run ltiop from source against the cluster of the current kubectl context (set LTIOP_PUBLIC_URL and LTIOP_NAMESPACE; args in RUN_ARGS).
+	$(LTIOP_BIN) $(RUN_ARGS)
+
+##@ Build
+
 .PHONY: build
-build: ## Build the ltiop binary into bin/.
-	go build -trimpath -o bin/ltiop .
+build: ## Build the ltiop binary (LTIOP_BIN, default bin/ltiop) with VERSION and COMMIT.
+	go build $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(LTIOP_BIN) .
 
 .PHONY: docker-build
-docker-build: ## Build the container image.
-	docker build -t $(IMG) .
+docker-build: ## Build the container image IMG for this machine's platform.
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the container image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+# The Dockerfile cross-compiles (FROM --platform=$$BUILDPLATFORM, GOOS/GOARCH from the
+# target platform), so one builder makes every platform without emulation.
+.PHONY: docker-buildx
+docker-buildx: ## Build and push IMG for PLATFORMS (default linux/amd64,linux/arm64) with buildx.
+	- $(CONTAINER_TOOL) buildx create --name ltiop-builder
+	$(CONTAINER_TOOL) buildx use ltiop-builder
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --tag $(IMG) . \
+	  || status=$$?; $(CONTAINER_TOOL) buildx rm ltiop-builder; exit $${status:-0}
+
+.PHONY: build-installer
+build-installer: manifests generate ## Write dist/install.yaml: CRDs, RBAC, Namespace and Deployment with the image IMG.
+	mkdir -p dist
+	hack/build-installer.sh $(IMG) > dist/install.yaml.tmp
+	mv dist/install.yaml.tmp dist/install.yaml
+
+##@ Deployment
+
+ignore-not-found ?= false
+
+.PHONY: install
+install: manifests ## Install the CRDs into the cluster of the current kubectl context.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests ## Remove the CRDs (and with them every registration!). ignore-not-found=true to ignore missing ones.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
-deploy: ## Install into the cluster of the current kubectl context.
-	kubectl apply -k config/default
+deploy: manifests ## Install ltiop (image IMG) into the cluster of the current kubectl context.
+	hack/build-installer.sh $(IMG) | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove ltiop, its namespace and its CRDs. ignore-not-found=true to ignore missing ones.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: help
 help: ## Show this help.

@@ -3,32 +3,41 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/logging"
+	"github.com/ltiop/ltiop/internal/version"
 )
 
 func main() {
 	cfg, err := config.Load(os.Args[1:], os.Getenv)
+	if errors.Is(err, config.ErrVersion) {
+		fmt.Println(version.Get())
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ltiop:", err)
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(cfg.DevMode)))
-	logger := ctrl.Log.WithName("setup")
+	logger, _ := logging.New(cfg.LogLevel, cfg.LogFormat, os.Stderr) // Load has checked both
+	ctrl.SetLogger(logger)
+	logger = ctrl.Log.WithName("setup")
+	build := version.Get()
+	logger.Info("ltiop", "version", build.Version, "commit", build.Commit, "goVersion", build.GoVersion)
 
 	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
 		logger.Error(err, "reading the cluster configuration")
 		os.Exit(1)
 	}
-	restCfg.UserAgent = "ltiop"
+	restCfg.UserAgent = version.UserAgent()
 	ctx := ctrl.SetupSignalHandler()
 	a, err := app.New(ctx, cfg, restCfg)
 	if err != nil {

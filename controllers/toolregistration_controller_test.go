@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -61,6 +62,32 @@ var _ = Describe("ToolRegistration controller", func() {
 		// Idempotent: once Ready, nothing is rewritten.
 		version := cur.ResourceVersion
 		Consistently(func() string { return fresh(tool).ResourceVersion }, time.Second).Should(Equal(version))
+	})
+
+	It("can be found by its client id with a field selector, with or without spec.clientId", func() {
+		generated := exampleTool(uniqueName("selected"))
+		explicit := exampleTool(uniqueName("selected"))
+		explicit.Spec.ClientID = uniqueName("client")
+		Expect(k8s.Create(ctx, generated)).To(Succeed())
+		Expect(k8s.Create(ctx, explicit)).To(Succeed())
+		Eventually(readyCondition(generated)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Eventually(readyCondition(explicit)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+
+		// The API server filters (k8s reads straight through it, no cache).
+		selected := func(field, value string) []string {
+			var list ltiv1.ToolRegistrationList
+			Expect(k8s.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{field: value})).To(Succeed())
+			var names []string
+			for _, t := range list.Items {
+				names = append(names, t.Name)
+			}
+			return names
+		}
+		Expect(selected("status.clientId", string(fresh(generated).UID))).To(Equal([]string{generated.Name}),
+			"a tool without spec.clientId is selected by the client id it was given")
+		Expect(selected("status.clientId", explicit.Spec.ClientID)).To(Equal([]string{explicit.Name}))
+		Expect(selected("spec.clientId", explicit.Spec.ClientID)).To(Equal([]string{explicit.Name}))
+		Expect(selected("status.clientId", "no-such-client")).To(BeEmpty())
 	})
 
 	It("uses an explicit clientId and deploymentId, and keeps an inactive tool Ready", func() {

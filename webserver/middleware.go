@@ -1,8 +1,6 @@
 package webserver
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
@@ -55,16 +53,18 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// observe gives each request an id (X-Request-Id), logs it without query string or
-// headers (they can carry tokens), counts it, and turns a panic into a 500 envelope.
-// Handlers log through base with the request id (log.FromContext).
+// observe gives each request an id (the client's X-Request-Id or traceparent, or a new
+// one; see requestID), echoes it in X-Request-Id, logs the request at debug level without
+// query string or headers (they can carry tokens), counts it, and turns a panic into a
+// 500 envelope. Handlers log through base with the request id (log.FromContext).
 func observe(base logr.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := requestID()
+		id := requestID(r)
 		w.Header().Set("X-Request-Id", id)
 		logger := requestLogger(base, id)
-		r = r.WithContext(log.IntoContext(r.Context(), logger))
+		ctx, info := httpapi.WithRequestInfo(log.IntoContext(r.Context(), logger))
+		r = r.WithContext(ctx)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
@@ -76,6 +76,9 @@ func observe(base logr.Logger, next http.Handler) http.Handler {
 					httpapi.WriteError(rec, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "An internal error occurred."))
 				}
 			}
+			if rec.status == 0 {
+				rec.status = http.StatusOK // what net/http sends for a handler that wrote nothing
+			}
 			route := r.Pattern
 			if route == "" {
 				route = "unmatched"
@@ -84,8 +87,12 @@ func observe(base logr.Logger, next http.Handler) http.Handler {
 			requestsTotal.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
 			requestDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 			if debug := logger.V(1); debug.Enabled() { // the arguments cost allocations
+				platformID := info.PlatformID()
+				if platformID == "" {
+					platformID = r.PathValue("platformId")
+				}
 				debug.Info("request", "method", r.Method, "path", loggedPath(r), "route", route,
-					"status", rec.status, "duration", elapsed.String())
+					"status", rec.status, "duration", elapsed.String(), "platformId", platformID)
 			}
 		}()
 		next.ServeHTTP(rec, r)
@@ -102,12 +109,6 @@ func loggedPath(r *http.Request) string {
 		return r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:]
 	}
 	return r.URL.Path
-}
-
-func requestID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // notFoundOrMethod answers what the ServeMux has no route for, in the error envelope:

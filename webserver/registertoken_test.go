@@ -2,13 +2,8 @@ package webserver_test
 
 import (
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-logr/logr/funcr"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/ratelimit"
@@ -31,29 +26,24 @@ func TestRegisterTokenRouteSharesTheRegisterRateLimit(t *testing.T) {
 }
 
 // The registration token is in the path: request logs (and the panic log) show the route
-// pattern instead.
+// pattern instead. (This package logs everything at debug level into logs, see TestMain.)
 func TestRegisterTokenIsNotLogged(t *testing.T) {
-	var mu sync.Mutex
-	var logs strings.Builder
-	log.SetLogger(funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		logs.WriteString(prefix + " " + args + "\n")
-	}, funcr.Options{Verbosity: 1}))
-
 	const token = "s3cret-registration-token-0123456789"
 	h := limitedServer(webserver.RateLimits{})
 	// The onboarding handlers are absent here, so the handler panics: both log lines run.
-	request(h, "GET", "/lti/register/"+token, "192.0.2.78:4000")
-	request(h, "GET", "/lti/register?openid_configuration=x", "192.0.2.78:4000")
+	withToken := request(h, "GET", "/lti/register/"+token, "192.0.2.78:4000")
+	without := request(h, "GET", "/lti/register?openid_configuration=x", "192.0.2.78:4000")
 
-	mu.Lock()
-	defer mu.Unlock()
-	out := logs.String()
-	if !strings.Contains(out, `"path"="/lti/register/{token}"`) || !strings.Contains(out, `"path"="/lti/register"`) {
-		t.Fatalf("the requests were not logged as expected:\n%s", out)
+	for id, want := range map[string]string{
+		withToken.Header().Get("X-Request-Id"): "/lti/register/{token}",
+		without.Header().Get("X-Request-Id"):   "/lti/register",
+	} {
+		lines := logs.requestLines(t, id)
+		if len(lines) != 1 || lines[0]["path"] != want {
+			t.Fatalf("request %s logged as %v, want path %q", id, lines, want)
+		}
 	}
-	if strings.Contains(out, token) {
-		t.Fatalf("the registration token is in the logs:\n%s", out)
+	if logs.contains(token) {
+		t.Fatal("the registration token is in the logs")
 	}
 }

@@ -50,7 +50,7 @@ func TestRequestLogger(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/log", nil))
 	id := w.Header().Get("X-Request-Id")
 	if len(lines) != 1 || !strings.Contains(lines[0], `"requestId"="`+id+`"`) || !strings.Contains(lines[0], `"step"="launch"`) ||
-		!strings.Contains(lines[0], "http/tool") || len(id) != 16 {
+		!strings.Contains(lines[0], "http/tool") || len(id) != 32 {
 		t.Errorf("log %q, request id %q", lines, id)
 	}
 }

@@ -4,7 +4,6 @@ package webserver
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -25,9 +24,6 @@ import (
 	"github.com/ltiop/ltiop/webserver/ratelimit"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
-
-//go:embed openapi.json
-var openAPIDocument []byte
 
 // Options configure the Server.
 type Options struct {
@@ -157,15 +153,22 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		{"POST", "/api/launches/content-items", bearer(d.Platform.ContentItems)},
 		{"POST", "/api/tokens/introspect", bearer(d.Platform.Introspect)},
 	}
+	// The {id} of the platforms API is a platform id: the request log line names it.
+	platform := func(f http.HandlerFunc) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			httpapi.NotePlatform(r.Context(), r.PathValue("id"))
+			bearer(f).ServeHTTP(w, r)
+		})
+	}
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
 		s.routes = append(s.routes,
 			Route{"GET", prefix, bearer(platforms.List)},
 			Route{"POST", prefix, bearer(platforms.Create)},
-			Route{"GET", prefix + "/{id}", bearer(platforms.Get)},
-			Route{"PUT", prefix + "/{id}", bearer(platforms.Update)},
-			Route{"DELETE", prefix + "/{id}", bearer(platforms.Delete)},
-			Route{"POST", prefix + "/{id}/activate", bearer(platforms.Activate)},
-			Route{"POST", prefix + "/{id}/deactivate", bearer(platforms.Deactivate)},
+			Route{"GET", prefix + "/{id}", platform(platforms.Get)},
+			Route{"PUT", prefix + "/{id}", platform(platforms.Update)},
+			Route{"DELETE", prefix + "/{id}", platform(platforms.Delete)},
+			Route{"POST", prefix + "/{id}/activate", platform(platforms.Activate)},
+			Route{"POST", prefix + "/{id}/deactivate", platform(platforms.Deactivate)},
 		)
 	}
 	mux := http.NewServeMux()
@@ -263,8 +266,4 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	httpapi.WriteRawJSON(w, http.StatusOK, openAPIDocument)
 }

@@ -149,6 +149,7 @@ type ToolRegistrationStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=toolreg,categories=lti
 // +kubebuilder:selectablefield:JSONPath=`.spec.clientId`
+// +kubebuilder:selectablefield:JSONPath=`.status.clientId`
 // +kubebuilder:printcolumn:name="Tool",type=string,JSONPath=`.spec.name`
 // +kubebuilder:printcolumn:name="Client ID",type=string,JSONPath=`.status.clientId`
 // +kubebuilder:printcolumn:name="Active",type=boolean,JSONPath=`.spec.active`

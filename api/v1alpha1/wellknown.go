@@ -83,7 +83,6 @@ const (
 // Reasons used on the conditions. They are stable: tools and alerts may match on them.
 const (
 	ReasonReady                 = "Ready"
-	ReasonKeyPending            = "KeyPending"
 	ReasonInvalidAuthConfig     = "InvalidAuthConfig"
 	ReasonInsecureURL           = "InsecureURL"
 	ReasonDuplicateRegistration = "DuplicateRegistration"

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/logging"
 	"github.com/ltiop/ltiop/internal/urls"
 )
 
@@ -49,6 +50,10 @@ type Config struct {
 	PlatformDeepLinkingReturnURL string `json:"platformDeepLinkingReturnUrl"`
 	// DevMode accepts plain http and loopback URLs, for local work only.
 	DevMode bool `json:"devMode"`
+	// LogLevel (debug, info, error) and LogFormat (json, console) shape the logs; dev mode
+	// does not change them.
+	LogLevel  string `json:"logLevel"`
+	LogFormat string `json:"logFormat"`
 	// LeaderElection makes replicas elect one to run the controllers; the web server runs on all.
 	LeaderElection bool `json:"leaderElection"`
 	// MaxBodyBytes bounds every request body.
@@ -212,6 +217,8 @@ func Default() Config {
 		ReplayStoreTimeout:  Duration{100 * time.Millisecond},
 		RateLimits:          DefaultRateLimits(),
 		DynamicRegistration: DefaultDynamicRegistration(),
+		LogLevel:            logging.LevelInfo,
+		LogFormat:           logging.FormatJSON,
 	}
 }
 
@@ -236,6 +243,8 @@ var settings = []setting{
 	{"platform-deep-linking-url", "LTIOP_PLATFORM_DEEP_LINKING_URL", "platform mode: integrator page that answers deep-linking launches (default: the platform launch URL)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformDeepLinkingURL) }},
 	{"platform-deep-linking-return-url", "LTIOP_PLATFORM_DEEP_LINKING_RETURN_URL", "platform mode: integrator page that receives the content items tools return (default: the platform deep-linking URL)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformDeepLinkingReturnURL) }},
 	{"dev-mode", "LTIOP_DEV_MODE", "accept http and loopback URLs (local development only)", func(c *Config) flag.Value { return (*boolValue)(&c.DevMode) }},
+	{"log-level", "LTIOP_LOG_LEVEL", "log level: debug (adds a line per request), info or error", func(c *Config) flag.Value { return (*stringValue)(&c.LogLevel) }},
+	{"log-format", "LTIOP_LOG_FORMAT", "log format: json (one object a line) or console (text)", func(c *Config) flag.Value { return (*stringValue)(&c.LogFormat) }},
 	{"leader-elect", "LTIOP_LEADER_ELECT", "elect one replica to run the controllers", func(c *Config) flag.Value { return (*boolValue)(&c.LeaderElection) }},
 	{"max-body-bytes", "LTIOP_MAX_BODY_BYTES", "largest request body accepted", func(c *Config) flag.Value { return (*int64Value)(&c.MaxBodyBytes) }},
 	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
@@ -273,6 +282,9 @@ var settings = []setting{
 	{"kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster configuration)", func(c *Config) flag.Value { return (*stringValue)(&c.Kubeconfig) }},
 }
 
+// ErrVersion is returned by Load when --version is given: print the version and exit.
+var ErrVersion = errors.New("version requested")
+
 // Load builds the configuration from args (without the program name) and getenv.
 // The YAML file, if any, is named by --config or LTIOP_CONFIG.
 func Load(args []string, getenv func(string) string) (*Config, error) {
@@ -282,11 +294,15 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 	parsed := Default()
 	fs := flag.NewFlagSet("ltiop", flag.ContinueOnError)
 	configFile := fs.String("config", getenv("LTIOP_CONFIG"), "YAML configuration file (env LTIOP_CONFIG)")
+	showVersion := fs.Bool("version", false, "print the version and commit, and exit")
 	for _, s := range settings {
 		fs.Var(s.value(&parsed), s.flag, s.usage+" (env "+s.env+")")
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *showVersion {
+		return nil, ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -430,6 +446,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ServiceKeyLifetime.Duration < 24*time.Hour {
 		add("serviceKeyLifetime: must be at least 24h (an ltik lasts 24h; a service key must outlive it)")
+	}
+	if err := logging.Check(c.LogLevel, c.LogFormat); err != nil {
+		add("%v", err)
 	}
 	c.validateReplayStore(add)
 	c.validateRateLimits(add)

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -76,6 +77,7 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownDelay:      config.Duration{Duration: 5 * time.Second},
 		ServiceKeyLifetime: config.Duration{Duration: 90 * 24 * time.Hour},
 		ReplayStore:        "memory", ReplayStoreTimeout: config.Duration{Duration: 100 * time.Millisecond},
+		LogLevel: "info", LogFormat: "json",
 		RateLimits: config.RateLimits{
 			Launch:            config.RateLimit{Rate: 100, Burst: 2000},
 			Register:          config.RateLimit{Rate: 1, Burst: 30},
@@ -159,6 +161,8 @@ replayStore: redis://redis.ltiop.svc:6379/0
 replayStorePasswordFile: /etc/ltiop/redis/password
 replayStoreKeyPrefix: "ltiop:prod:"
 replayStoreTimeout: 150ms
+logLevel: debug
+logFormat: console
 rateLimits:
   launch: {rate: 0}
   register: {rate: 0.5, burst: 5}
@@ -194,6 +198,7 @@ dynamicRegistration:
 					Kubeconfig:         "/file/kubeconfig",
 					ReplayStore:        "redis://redis.ltiop.svc:6379/0", ReplayStorePasswordFile: "/etc/ltiop/redis/password",
 					ReplayStoreKeyPrefix: "ltiop:prod:", ReplayStoreTimeout: config.Duration{Duration: 150 * time.Millisecond},
+					LogLevel: "debug", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
 						r.Launch = config.RateLimit{Rate: 0, Burst: 2000} // rate 0: off
@@ -224,6 +229,7 @@ dynamicRegistration:
 				"LTIOP_DYNAMIC_REGISTRATION_MAX_PENDING": "7", "LTIOP_DYNAMIC_REGISTRATION_REQUIRE_TOKEN": "true",
 				"LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY": "envToken",
 				"LTIOP_ENABLE_PPROF":                          "true",
+				"LTIOP_LOG_LEVEL":                             "error", "LTIOP_LOG_FORMAT": "console",
 			},
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
@@ -241,6 +247,7 @@ dynamicRegistration:
 					Kubeconfig:         "/env/kubeconfig",
 					ReplayStore:        "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
 					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond},
+					LogLevel: "error", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
 						r.Launch = config.RateLimit{Rate: 30, Burst: 600}
@@ -271,7 +278,7 @@ dynamicRegistration:
 				"--replay-store", "redis://10.0.0.7:6379/2", "--replay-store-password-file", "/flag/password",
 				"--replay-store-key-prefix", "flag:", "--replay-store-timeout", "80ms",
 				"--rate-limit-register", "0", "--rate-limit-platform-authorize", "2.5/50", "--rate-limit-platform-token", "off",
-				"--trusted-proxies", "172.16.0.0/12", "--enable-pprof",
+				"--trusted-proxies", "172.16.0.0/12", "--enable-pprof", "--log-level", "debug", "--log-format", "console",
 				"--dynamic-registration-max-pending", "20", "--dynamic-registration-pending-expiry", "24h",
 				"--dynamic-registration-token-secret", "flag-token",
 			},
@@ -291,6 +298,7 @@ dynamicRegistration:
 					Kubeconfig:         "/flag/kubeconfig",
 					ReplayStore:        "redis://10.0.0.7:6379/2", ReplayStorePasswordFile: "/flag/password",
 					ReplayStoreKeyPrefix: "flag:", ReplayStoreTimeout: config.Duration{Duration: 80 * time.Millisecond},
+					LogLevel: "debug", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
 						r.Register = config.RateLimit{}
@@ -430,6 +438,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "YAML duration as a number", file: "keyWait: 3\n", env: base(), want: []string{"configuration file", "duration"}},
 		{name: "YAML bad duration", file: "keyWait: soon\n", env: base(), want: []string{"configuration file", "soon"}},
 		{name: "YAML not a mapping", file: "- a\n- b\n", env: base(), want: []string{"configuration file"}},
+		{name: "unknown log level", env: base().with("LTIOP_LOG_LEVEL", "warn"), want: []string{`log level "warn": must be debug, info or error`}},
+		{name: "log level in capitals", args: []string{"--log-level", "DEBUG"}, env: base(), want: []string{`log level "DEBUG"`}},
+		{name: "unknown log format", args: []string{"--log-format", "text"}, env: base(), want: []string{`log format "text": must be json or console`}},
+		{name: "YAML empty log format", file: "logFormat: \"\"\n", env: base(), want: []string{`log format ""`}},
 		{name: "missing config file", args: []string{"--config", filepath.Join(t.TempDir(), "absent.yaml")}, env: base(), want: []string{"reading configuration file"}},
 		{name: "unknown positional argument", args: []string{"--listen", ":3000", "serve"}, env: base(), want: []string{"unexpected arguments: serve"}},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, env: base(), want: []string{"no-such-flag"}},
@@ -611,5 +623,29 @@ func TestTrustedProxyPrefixes(t *testing.T) {
 	want := []string{"10.0.0.0/8", "192.0.2.7/32", "198.51.100.1/32", "fd00::/8"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("TrustedProxyPrefixes = %q, want %q", got, want)
+	}
+}
+
+// The log settings come from each source like the others, and dev mode leaves them alone.
+func TestLogSettingsIndependentOfDevMode(t *testing.T) {
+	isolate(t)
+	cfg := mustLoad(t, []string{"--dev-mode"}, base())
+	if cfg.LogLevel != "info" || cfg.LogFormat != "json" {
+		t.Errorf("dev mode changed the log settings: %q %q", cfg.LogLevel, cfg.LogFormat)
+	}
+	cfg = mustLoad(t, []string{"--log-level=error"}, base().with("LTIOP_LOG_LEVEL", "debug", "LTIOP_LOG_FORMAT", "console"))
+	if cfg.LogLevel != "error" || cfg.LogFormat != "console" || cfg.DevMode {
+		t.Errorf("flag over env: %q %q devMode=%v", cfg.LogLevel, cfg.LogFormat, cfg.DevMode)
+	}
+}
+
+// --version wins over everything else, even a configuration that would not validate.
+func TestVersionFlag(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"--public-url", "http://bad", "--version"}} {
+		cfg, err := config.Load(args, env{}.get)
+		if !errors.Is(err, config.ErrVersion) || cfg != nil {
+			t.Errorf("Load(%q) = %v, %v; want ErrVersion", args, cfg, err)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -67,7 +68,7 @@ var _ = Describe("Readiness", func() {
 })
 
 var _ = Describe("OpenAPI document", func() {
-	It("is OpenAPI 3.1.0 for API version 2.0 and describes every registered route", func() {
+	It("is OpenAPI 3.1.0 for API version 2.0 (with this build as metadata) and describes every registered route", func() {
 		res := call("GET", "/api/openapi.json", nil, nil)
 		Expect(res.Status).To(Equal(200))
 		var doc struct {
@@ -79,7 +80,7 @@ var _ = Describe("OpenAPI document", func() {
 		}
 		Expect(json.Unmarshal(res.Raw, &doc)).To(Succeed())
 		Expect(doc.OpenAPI).To(Equal("3.1.0"))
-		Expect(doc.Info.Version).To(Equal("2.0"))
+		Expect(doc.Info.Version).To(Equal("2.0+" + version.SemverBuildMetadata()))
 
 		var missing []string
 		for _, rt := range ltiop.Server.Routes() {

@@ -99,6 +99,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeInvalidState, "The state is not one this tool issued."))
 		return
 	}
+	httpapi.NotePlatform(r.Context(), st.PlatformID)
 
 	// Browser binding (T-STATE-02): the cookie set at login, or else platform storage.
 	cookieBound := false

@@ -110,6 +110,7 @@ func (t *Tool) Login(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, herr)
 		return
 	}
+	httpapi.NotePlatform(r.Context(), p.ID)
 	deploymentID := get("lti_deployment_id")
 	if deploymentID != "" && len(p.Spec.DeploymentIDs) > 0 && !slices.Contains(p.Spec.DeploymentIDs, deploymentID) { // T-LOGIN-04
 		t.fail(w, r, httpapi.Errorf(http.StatusForbidden, CodeUnknownDeployment,

@@ -95,6 +95,7 @@ func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handle
 			httpapi.WriteError(w, herr)
 			return
 		}
+		httpapi.NotePlatform(r.Context(), g.PlatformID)
 		if _, herr := t.platformOf(g); herr != nil {
 			httpapi.WriteError(w, herr)
 			return
