@@ -31,6 +31,10 @@ type Config struct {
 	Listen string `json:"listen"`
 	// MetricsListen is the address of the Prometheus metrics endpoint; "0" turns it off.
 	MetricsListen string `json:"metricsListen"`
+	// MetricsSecure serves the metrics over HTTPS (a self-signed certificate) to clients the
+	// API server authenticates (TokenReview) and authorizes for "get /metrics"
+	// (SubjectAccessReview).
+	MetricsSecure bool `json:"metricsSecure"`
 	// APIKeySecret names the Secret holding the integrator's API key, under APIKeySecretKey.
 	APIKeySecret    string `json:"apiKeySecret"`
 	APIKeySecretKey string `json:"apiKeySecretKey"`
@@ -195,6 +199,7 @@ var settings = []setting{
 	{"public-url", "LTIOP_PUBLIC_URL", "external base URL of the web server, e.g. https://lti.example.com (required)", func(c *Config) flag.Value { return (*stringValue)(&c.PublicURL) }},
 	{"listen", "LTIOP_LISTEN", "listen address of the web server", func(c *Config) flag.Value { return (*stringValue)(&c.Listen) }},
 	{"metrics-listen", "LTIOP_METRICS_LISTEN", "listen address of the metrics endpoint (0 disables it)", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsListen) }},
+	{"metrics-secure", "LTIOP_METRICS_SECURE", "serve the metrics over HTTPS to clients Kubernetes authenticates and authorizes", func(c *Config) flag.Value { return (*boolValue)(&c.MetricsSecure) }},
 	{"api-key-secret", "LTIOP_API_KEY_SECRET", "name of the Secret holding the integrator's API key", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecret) }},
 	{"api-key-secret-key", "LTIOP_API_KEY_SECRET_KEY", "data key of the API key inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecretKey) }},
 	{"launch-url", "LTIOP_LAUNCH_URL", "integrator page that receives launches (?ltik=)", func(c *Config) flag.Value { return (*stringValue)(&c.LaunchURL) }},
