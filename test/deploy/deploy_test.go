@@ -164,7 +164,11 @@ var _ = Describe("The Helm chart", func() {
 		}
 		kc, cc := container(kd), container(cd)
 		for _, key := range []string{"ports", "livenessProbe", "readinessProbe", "securityContext", "resources", "args", "command"} {
-			Expect(cc[key]).To(Equal(kc[key]), key)
+			if kc[key] == nil {
+				Expect(cc[key]).To(BeNil(), key)
+			} else {
+				Expect(cc[key]).To(Equal(kc[key]), key)
+			}
 		}
 		// Every variable config/default sets, the chart sets the same way (the public URL
 		// is the user's); the chart may name more (the API key Secret it made).

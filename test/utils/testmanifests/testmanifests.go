@@ -148,7 +148,8 @@ func Apply(ctx context.Context, c client.Client, objs Objects, fieldOwner string
 		if slices.Contains(skipKinds, u.GetKind()) {
 			continue
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
+		// A copy: Apply writes the answer back into its argument (managedFields and all).
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...); err != nil {
 			errs = append(errs, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err))
 		}
 	}
