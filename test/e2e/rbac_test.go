@@ -33,11 +33,11 @@ import (
 var rbacKinds = map[string]bool{"Namespace": true, "ServiceAccount": true, "Role": true, "RoleBinding": true,
 	"ClusterRole": true, "ClusterRoleBinding": true}
 
-// installRBAC applies the identity and rights among objs for real.
+// installRBAC applies the identity and rights among objs for real, Namespaces first.
 func installRBAC(objs testmanifests.Objects) {
-	var only testmanifests.Objects
+	only := objs.OfKind("Namespace")
 	for _, u := range objs {
-		if rbacKinds[u.GetKind()] {
+		if rbacKinds[u.GetKind()] && u.GetKind() != "Namespace" {
 			only = append(only, u)
 		}
 	}
