@@ -33,6 +33,7 @@ all: build
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests from the markers.
 	$(CONTROLLER_GEN) $(CRD_RBAC_ARGS) $(GEN_PATHS) output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	hack/sync-chart.sh
 
 .PHONY: generate
 generate: ## Generate the DeepCopy methods.
@@ -59,8 +60,13 @@ vet: ## Run go vet.
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into bin/ (cached).
 	hack/build-binaries.sh >/dev/null
 
+.PHONY: lint-chart
+lint-chart: ## Run helm lint on the chart (Helm is a go tool: nothing to download).
+	go tool helm lint charts/ltiop --set publicUrl=https://lti.example.com
+	go tool helm lint charts/ltiop -f charts/ltiop/ci/full-values.yaml
+
 .PHONY: test
-test: verify-generated verify-fmt vet envtest ## Check generated files, vet, and run every test (Ginkgo + envtest).
+test: verify-generated verify-fmt vet lint-chart envtest ## Check generated files, vet, and run every test (Ginkgo + envtest).
 	KUBEBUILDER_ASSETS="$$(hack/build-binaries.sh)" go test -race -count=1 ./... $(TEST_ARGS)
 
 .PHONY: bench

@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -62,13 +63,24 @@ func ManagerOptions(cfg *config.Config) ctrl.Options {
 				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
 			},
 		},
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsListen, ExtraHandlers: pprofHandlers(cfg.Pprof)},
+		Metrics:                metricsOptions(cfg),
 		HealthProbeBindAddress: "0", // health is served by the web server itself
 		// The manager waits for the web server's drain and graceful shutdown.
 		GracefulShutdownTimeout: ptr.To(cfg.ShutdownDelay.Duration + cfg.ShutdownTimeout.Duration + 5*time.Second),
 		// No election here: the controllers elect their runner themselves (controllerRunner),
 		// so that losing the lease never stops the web server.
 	}
+}
+
+// metricsOptions serves the metrics in plain HTTP, or over HTTPS to clients the API server
+// authenticates and authorizes (get on /metrics), as kubebuilder v4 projects do.
+func metricsOptions(cfg *config.Config) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: cfg.MetricsListen, ExtraHandlers: pprofHandlers(cfg.Pprof)}
+	if cfg.MetricsSecure {
+		opts.SecureServing = true
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
 }
 
 // SetupControllers registers the field indexes and the reconcilers.

@@ -35,6 +35,10 @@ type Config struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics port (never the web
 	// port): CPU and heap profiles of a running replica. Off by default.
 	Pprof bool `json:"pprof"`
+	// MetricsSecure serves the metrics over HTTPS (a self-signed certificate) to clients the
+	// API server authenticates (TokenReview) and authorizes for "get /metrics"
+	// (SubjectAccessReview).
+	MetricsSecure bool `json:"metricsSecure"`
 	// APIKeySecret names the Secret holding the integrator's API key, under APIKeySecretKey.
 	APIKeySecret    string `json:"apiKeySecret"`
 	APIKeySecretKey string `json:"apiKeySecretKey"`
@@ -234,6 +238,7 @@ var settings = []setting{
 	{"listen", "LTIOP_LISTEN", "listen address of the web server", func(c *Config) flag.Value { return (*stringValue)(&c.Listen) }},
 	{"metrics-listen", "LTIOP_METRICS_LISTEN", "listen address of the metrics endpoint (0 disables it)", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsListen) }},
 	{"enable-pprof", "LTIOP_ENABLE_PPROF", "serve net/http/pprof at /debug/pprof/ on the metrics port (never the web port)", func(c *Config) flag.Value { return (*boolValue)(&c.Pprof) }},
+	{"metrics-secure", "LTIOP_METRICS_SECURE", "serve the metrics over HTTPS to clients Kubernetes authenticates and authorizes", func(c *Config) flag.Value { return (*boolValue)(&c.MetricsSecure) }},
 	{"api-key-secret", "LTIOP_API_KEY_SECRET", "name of the Secret holding the integrator's API key", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecret) }},
 	{"api-key-secret-key", "LTIOP_API_KEY_SECRET_KEY", "data key of the API key inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecretKey) }},
 	{"launch-url", "LTIOP_LAUNCH_URL", "integrator page that receives launches (?ltik=)", func(c *Config) flag.Value { return (*stringValue)(&c.LaunchURL) }},

@@ -270,7 +270,7 @@ dynamicRegistration:
 			name: "flags",
 			args: []string{
 				"--namespace", "from-flag", "--public-url", "http://127.0.0.1:3000/",
-				"--listen", ":5000", "--metrics-listen", ":5001",
+				"--listen", ":5000", "--metrics-listen", ":5001", "--metrics-secure",
 				"--api-key-secret", "flag-secret", "--api-key-secret-key", "flagKey",
 				"--launch-url", "https://app.example.com/l", "--deep-linking-url", "https://app.example.com/d",
 				"--dev-mode", "--leader-elect", "--max-body-bytes", "8192",
@@ -286,7 +286,7 @@ dynamicRegistration:
 			check: func(t *testing.T, c *config.Config) {
 				want := config.Config{
 					Namespace: "from-flag", PublicURL: "http://127.0.0.1:3000", Listen: ":5000",
-					MetricsListen: ":5001", Pprof: true, APIKeySecret: "flag-secret", APIKeySecretKey: "flagKey",
+					MetricsListen: ":5001", Pprof: true, MetricsSecure: true, APIKeySecret: "flag-secret", APIKeySecretKey: "flagKey",
 					LaunchURL: "https://app.example.com/l", DeepLinkingURL: "https://app.example.com/d",
 					DevMode: true, LeaderElection: true, MaxBodyBytes: 8192,
 					KeyWait:       config.Duration{Duration: 5 * time.Second},
