@@ -35,6 +35,8 @@ func run(t *testing.T, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = testenv.Root()
+	// Under `make test` this make is a sub-make, which would print "Entering directory".
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=--no-print-directory")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
