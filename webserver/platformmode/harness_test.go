@@ -63,7 +63,8 @@ type harness struct {
 	tools      *registry.Tools
 	reg        *ltiv1.ToolRegistration
 	signer     *signing.Keyring
-	client     *http.Client // never follows redirects: every hop is checked
+	signingKey keyring.SigningKey // the platform key signer holds (tests sign with it directly)
+	client     *http.Client       // never follows redirects: every hop is checked
 }
 
 const (
@@ -87,6 +88,7 @@ func newHarnessWithStore(t *testing.T, mutate func(*ltiv1.ToolRegistration), rep
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.signingKey = pk
 	if h.signer, err = signing.NewKeyring([]keyring.SigningKey{pk}); err != nil {
 		t.Fatal(err)
 	}

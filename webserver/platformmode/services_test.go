@@ -2,6 +2,7 @@ package platformmode_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/simulators/toolsim"
@@ -193,6 +197,59 @@ func TestTokenEndpointAndIntrospection(t *testing.T) {
 	}
 	if h.api("/api/tokens/introspect", map[string]string{"token": "garbage"}, &in); in.Active {
 		t.Fatal("garbage is active")
+	}
+}
+
+// A token signed with the platform key is ours only with the header the platform writes:
+// one whose protected header carries "crit" (an extension ltiop does not understand,
+// RFC 7515 §4.1.11) or "b64" (RFC 7797) is refused, though the signature is good.
+// jws.Verify let an unknown crit through.
+func TestIntrospectionRefusesExtensionHeaders(t *testing.T) {
+	h := newHarness(t, nil)
+	tr, status, err := h.tool.RequestToken(context.Background(), []string{scopeNRPS})
+	if err != nil || status != 200 {
+		t.Fatalf("token: %d %v %+v", status, err, tr)
+	}
+	parts := strings.Split(tr.AccessToken, ".")
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// resign signs the access token's claims again with the platform key, under the
+	// platform's header plus extra.
+	resign := func(extra map[string]any) string {
+		hdr := jws.NewHeaders()
+		for k, v := range map[string]any{jws.KeyIDKey: h.signer.CurrentKID(), jws.TypeKey: "at+jwt"} {
+			if err := hdr.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k, v := range extra {
+			if err := hdr.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tok, err := jws.Sign(claims, jws.WithKey(jwa.RS256(), h.signingKey.Private, jws.WithProtectedHeaders(hdr)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(tok)
+	}
+	for _, tc := range []struct {
+		name   string
+		extra  map[string]any
+		active bool
+	}{
+		{"the platform's header", nil, true},
+		{"crit names an unknown extension", map[string]any{"crit": []string{"https://example.com/ext"}, "https://example.com/ext": true}, false},
+		{"b64 true", map[string]any{"b64": true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in platformmode.Introspection
+			if status := h.api("/api/tokens/introspect", map[string]string{"token": resign(tc.extra)}, &in); status != 200 || in.Active != tc.active {
+				t.Fatalf("introspection: %d, active %v, want %v", status, in.Active, tc.active)
+			}
+		})
 	}
 }
 

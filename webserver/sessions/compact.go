@@ -1,20 +1,24 @@
 package sessions
 
 import (
-	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwe"
+	"github.com/lestrrat-go/jwx/v3/jwe/jwebb"
 
 	"github.com/ltiop/ltiop/internal/keyring"
 )
 
-// Sealing and opening our own tokens without jwx's generic machinery: the protected
-// header of every (key, purpose) is encoded once per key set, and each key's AES-256-GCM
-// is made once, so a seal is a deflate, one AES-GCM pass and three base64 encodings. The
-// tokens are the same compact JWE as jwx makes (jwe.Decrypt opens them; tests check), and
-// tokens whose header is spelt otherwise still open through jwx (OpenToken).
+// Sealing our own tokens through jwx's building blocks rather than jwe.Encrypt: every JOSE
+// operation is jwx's (the protected headers are jwx's jwe.Headers, marshalled by jwx; the
+// content is encrypted by jwx's A256GCM content cipher from jwebb), but what jwe.Encrypt
+// redoes on every call is done once per key set: the headers of every (key, purpose) are
+// built and encoded once, and the content cipher is made once. A seal is then a deflate,
+// one jwx content encryption and the base64 of the three parts it returns. The tokens are
+// the compact JWE jwe.Encrypt makes (same header bytes; jwe.Decrypt opens them; tests check).
 
 // gcmIVSize and gcmTagSize are A256GCM's IV and tag lengths (RFC 7518 §5.3).
 const (
@@ -24,117 +28,102 @@ const (
 
 var b64 = base64.RawURLEncoding
 
-// sealers is what a key set needs made once: for each key its cipher and encoded headers,
-// and for each encoded header the key and purpose it stands for.
-type sealers struct {
-	byKID    map[string]*sealer
-	byHeader map[string]headerOf
+// contentCipher is jwx's content cipher as this package uses it. jwebb.CreateContentCipher
+// declares only Decrypt; the value it returns (jwx's AES content cipher) encrypts too, with
+// the IV drawn by jwx, and newContentCipher checks that it does.
+type contentCipher interface {
+	Encrypt(cek, plaintext, aad []byte) (iv, ciphertext, tag []byte, err error)
+	Decrypt(cek, iv, ciphertext, tag, aad []byte) ([]byte, error)
 }
 
-// ours returns what an encoded protected header names, if it is one of the set's (the
-// empty set has no sealers).
-func (s *sealers) ours(header string) (headerOf, bool) {
-	if s == nil {
-		return headerOf{}, false
+// newContentCipher returns jwx's A256GCM content cipher.
+func newContentCipher() (contentCipher, error) {
+	c, err := jwebb.CreateContentCipher(jwa.A256GCM().String())
+	if err != nil {
+		return nil, fmt.Errorf("jwx has no A256GCM content cipher: %w", err)
 	}
-	h, ok := s.byHeader[header]
-	return h, ok
+	cc, ok := c.(contentCipher)
+	if !ok {
+		// Only a jwx upgrade can get here; the tests catch it before a release does.
+		return nil, fmt.Errorf("jwx's A256GCM content cipher (%T) does not encrypt", c)
+	}
+	return cc, nil
 }
 
-// sealer is one key's AES-256-GCM and the encoded protected header of each known purpose.
-type sealer struct {
-	aead    cipher.AEAD
-	headers map[string][]byte
-}
-
-// headerOf is what an encoded protected header of ours names.
-type headerOf struct {
-	kid, purpose string
-	aead         cipher.AEAD
+// sealers is what a key set needs made once: jwx's content cipher, and for each key the
+// encoded protected header of each known purpose.
+type sealers struct {
+	cipher  contentCipher
+	headers map[string]map[string][]byte // kid -> purpose -> base64url header
 }
 
 // prepareSealers makes the sealers of a key set.
 func prepareSealers(keys []keyring.SealingKey) (*sealers, error) {
-	s := &sealers{byKID: make(map[string]*sealer, len(keys)), byHeader: make(map[string]headerOf, len(keys)*len(knownPurposes))}
+	c, err := newContentCipher()
+	if err != nil {
+		return nil, err
+	}
+	s := &sealers{cipher: c, headers: make(map[string]map[string][]byte, len(keys))}
 	for _, key := range keys {
-		block, err := aes.NewCipher(key.Secret)
-		if err != nil {
-			return nil, err
-		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, err
-		}
-		sl := &sealer{aead: aead, headers: make(map[string][]byte, len(knownPurposes))}
+		byPurpose := make(map[string][]byte, len(knownPurposes))
 		for _, p := range knownPurposes {
-			h := encodedHeader(key.ID, p)
-			sl.headers[p] = h
-			s.byHeader[string(h)] = headerOf{kid: key.ID, purpose: p, aead: aead}
+			if byPurpose[p], err = encodedHeader(key.ID, p); err != nil {
+				return nil, err
+			}
 		}
-		s.byKID[key.ID] = sl
+		s.headers[key.ID] = byPurpose
 	}
 	return s, nil
 }
 
-// encodedHeader is the protected header of a token of purpose sealed with key kid,
-// base64url as it starts the token (and as the AAD). The JSON is byte for byte what jwx
-// writes (members sorted); kid and purpose need no escaping (keyring.ValidID, validPurpose).
-func encodedHeader(kid, purpose string) []byte {
-	json := `{"alg":"dir","enc":"A256GCM","kid":"` + kid + `","typ":"` + typPrefix + purpose + `","zip":"DEF"}`
-	return b64.AppendEncode(nil, []byte(json))
+// header returns the encoded protected header of a token of purpose sealed with key kid:
+// made once per key set for the known purposes, by jwx on the spot for another one.
+func (s *sealers) header(kid, purpose string) ([]byte, error) {
+	if h := s.headers[kid][purpose]; h != nil {
+		return h, nil
+	}
+	return encodedHeader(kid, purpose)
 }
 
-// appendCompact appends the compact JWE of plaintext (already deflated) under header:
-// header..iv.ciphertext.tag, the encrypted key empty as "dir" wants. scratch is a
-// buffer for the ciphertext; the grown buffer is returned with the token.
-func appendCompact(dst []byte, header []byte, aead cipher.AEAD, plaintext, scratch []byte) (token, grown []byte) {
-	var iv [gcmIVSize]byte
-	_, _ = rand.Read(iv[:]) // crypto/rand.Read never fails (it crashes the program instead)
-	sealed := aead.Seal(scratch[:0], iv[:], plaintext, header)
-	ct, tag := sealed[:len(sealed)-gcmTagSize], sealed[len(sealed)-gcmTagSize:]
+// encodedHeader is the protected header of a token of purpose sealed with key kid as jwx
+// writes it (JSON, then base64url) at the start of the token, which is also the AAD
+// (RFC 7516 §5.1). It holds alg and enc as well as what protectedHeaders sets, as the
+// header jwe.Encrypt writes does.
+func encodedHeader(kid, purpose string) ([]byte, error) {
+	h, err := protectedHeaders(kid, purpose)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Set(jwe.AlgorithmKey, jwa.DIRECT()); err != nil {
+		return nil, err
+	}
+	if err := h.Set(jwe.ContentEncryptionKey, jwa.A256GCM()); err != nil {
+		return nil, err
+	}
+	return h.Encode()
+}
+
+// appendCompact appends the compact JWE of plaintext (already deflated) under header, the
+// content encrypted by jwx's content cipher c with cek: header..iv.ciphertext.tag, the
+// encrypted key empty as "dir" wants (RFC 7516 §7.1).
+func appendCompact(dst []byte, c contentCipher, cek, header, plaintext []byte) ([]byte, error) {
+	iv, ct, tag, err := c.Encrypt(cek, plaintext, header)
+	if err != nil {
+		return nil, err
+	}
+	if len(iv) != gcmIVSize || len(tag) != gcmTagSize {
+		return nil, errors.New("jwx's A256GCM returned an IV or a tag of another size")
+	}
 	dst = append(dst, header...)
 	dst = append(dst, '.', '.')
-	dst = b64.AppendEncode(dst, iv[:])
+	dst = b64.AppendEncode(dst, iv)
 	dst = append(dst, '.')
 	dst = b64.AppendEncode(dst, ct)
 	dst = append(dst, '.')
-	dst = b64.AppendEncode(dst, tag)
-	return dst, sealed
+	return b64.AppendEncode(dst, tag), nil
 }
 
 // compactLen is the length of the token appendCompact makes.
 func compactLen(header []byte, plaintext int) int {
 	return len(header) + 2 + b64.EncodedLen(gcmIVSize) + 1 + b64.EncodedLen(plaintext) + 1 + b64.EncodedLen(gcmTagSize)
-}
-
-// openCompact decrypts a token of compactShape whose header (token[:dot]) is one of ours
-// for aead. The encrypted key must be empty and the IV and tag of A256GCM's sizes.
-func openCompact(aead cipher.AEAD, token string, dot int) ([]byte, bool) {
-	rest := []byte(token[dot+1:]) // one copy; the parts below are slices of it
-	var parts [4][]byte
-	for i := range 3 {
-		end := bytes.IndexByte(rest, '.')
-		if end < 0 {
-			return nil, false
-		}
-		parts[i], rest = rest[:end], rest[end+1:]
-	}
-	parts[3] = rest
-	if len(parts[0]) != 0 || b64.DecodedLen(len(parts[1])) != gcmIVSize || b64.DecodedLen(len(parts[3])) != gcmTagSize {
-		return nil, false
-	}
-	var iv [gcmIVSize]byte
-	if _, err := b64.Decode(iv[:], parts[1]); err != nil {
-		return nil, false
-	}
-	buf := make([]byte, b64.DecodedLen(len(parts[2]))+gcmTagSize)
-	n, err := b64.Decode(buf, parts[2])
-	if err != nil {
-		return nil, false
-	}
-	if _, err := b64.Decode(buf[n:], parts[3]); err != nil {
-		return nil, false
-	}
-	plain, err := aead.Open(buf[:0], iv[:], buf[:n+gcmTagSize], []byte(token[:dot]))
-	return plain, err == nil
 }

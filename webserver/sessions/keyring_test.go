@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -470,8 +468,8 @@ func TestInteroperableWithJWX(t *testing.T) {
 	}
 }
 
-// Seal writes its header itself: byte for byte the header jwx writes, so tokens of older
-// replicas (sealed through jwx) take the same path, and a small envelope (stored, not
+// The header Seal writes (encoded by jwx once per key set) is byte for byte the one
+// jwe.Encrypt writes, so both make the same tokens, and a small envelope (stored, not
 // compressed) is still a DEF token jwx opens.
 func TestHeaderAndSmallTokensAsJWX(t *testing.T) {
 	key := mustKey(t, t0, 0)
@@ -486,7 +484,11 @@ func TestHeaderAndSmallTokensAsJWX(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := string(encodedHeader(key.ID, p)), strings.Split(string(made), ".")[0]; got != want {
+		enc, err := encodedHeader(key.ID, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(enc), strings.Split(string(made), ".")[0]; got != want {
 			t.Errorf("%s: header %s, jwx writes %s", p, got, want)
 		}
 		small := []byte(`{"i":"abc","n":"nonce"}`)
@@ -497,8 +499,9 @@ func TestHeaderAndSmallTokensAsJWX(t *testing.T) {
 	}
 }
 
-// A token whose header is spelt otherwise (members in another order) is still checked and
-// opened through jwx; with another purpose's typ it does not open.
+// A token whose header is spelt otherwise (members in another order; encrypted by jwx's
+// content cipher under that header) is still checked and opened; with another purpose's
+// typ it does not open.
 func TestOtherHeaderSpelling(t *testing.T) {
 	key := mustKey(t, t0, 0)
 	k := fixedKeyring(t, t0, key)
@@ -508,9 +511,14 @@ func TestOtherHeaderSpelling(t *testing.T) {
 		w, _ := flate.NewWriter(&out, flate.BestSpeed)
 		fmt.Fprintf(w, `{"p":"ltik","exp":%d,"iat":%d,"jti":"abcdefghijklmnopqrstuv","d":{"spelt":"otherwise"}}`, t0.Add(time.Hour).Unix(), t0.Unix())
 		_ = w.Close()
-		block, _ := aes.NewCipher(key.Secret)
-		aead, _ := cipher.NewGCM(block)
-		tok, _ := appendCompact(nil, []byte(header), aead, out.Bytes(), nil)
+		c, err := newContentCipher()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := appendCompact(nil, c, key.Secret, []byte(header), out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
 		return string(tok)
 	}
 	got, id, err := k.Open(PurposeLTIK, token("ltiop-ltik"), t0)
@@ -521,6 +529,33 @@ func TestOtherHeaderSpelling(t *testing.T) {
 		t.Errorf("a state-typed token opened as an ltik: %v", err)
 	}
 }
+
+// Tokens sealed by replicas still running the previous Seal (877d62e, which wrote the
+// header and ran AES-GCM itself) open: a state (stored envelope) and an ltik (deflated),
+// sealed by it with this fixed key at t0.
+func TestOpensTokensOfPreviousSeal(t *testing.T) {
+	key := keyring.SealingKey{ID: "golden-key", Secret: []byte("0123456789abcdef0123456789abcdef"), NotBefore: t0.Add(-time.Hour), Created: t0.Add(-time.Hour)}
+	k := fixedKeyring(t, t0, key)
+	for _, c := range []struct{ purpose, token, payload string }{
+		{PurposeState, goldenState, `{"i":"abc","n":"nonce"}`},
+		{PurposeLTIK, goldenLTIK, `{"claims":"` + strings.Repeat("lti-launch ", 120) + `"}`},
+	} {
+		got, _, err := k.Open(c.purpose, c.token, t0)
+		if err != nil || string(got) != c.payload {
+			t.Errorf("%s: Open: %.40s, %v", c.purpose, got, err)
+		}
+		// Our header now comes from jwx: the same bytes as the previous Seal's.
+		enc, err := encodedHeader(key.ID, c.purpose)
+		if err != nil || !strings.HasPrefix(c.token, string(enc)+"..") {
+			t.Errorf("%s: header %s (%v) does not start %.80s", c.purpose, enc, err, c.token)
+		}
+	}
+}
+
+const (
+	goldenState = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIiwia2lkIjoiZ29sZGVuLWtleSIsInR5cCI6Imx0aW9wLXN0YXRlIiwiemlwIjoiREVGIn0..prS3r7tXckBJPdMH.M_eSPg4mbjnIa8UfEwRYKKAtU0fe44TRdPohNnBDZ0YdFaMOTOQ-JPgJ35JhZGFkkNVQoDWHVHZd3y5yYVPbDHCWDDR2aG0rr643PPFGoCnEOMKd3qHpPjxu_5k0TxWOiYLWlDPaSljDb_oz2LE3GqY.PJ__MxMqFmMQmCR8ssu_dA"
+	goldenLTIK  = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIiwia2lkIjoiZ29sZGVuLWtleSIsInR5cCI6Imx0aW9wLWx0aWsiLCJ6aXAiOiJERUYifQ..6nUIxFrV3veJ6r1D._0HGW8Ddu46ogrpn4o8glpj5ICt_yun-GPb7tncGB4oIr4wmvpACf-sQe6fiTso_p9Tu7pwP6Ne6p4L8SzRpNeYK6bp3Q7bVYjZIEb6TZdMSVu4WJFaSrz1ucGLBfUdBMgGKcagWnSoitVy29p8zlV-JWg.czZ8y3gvuy7L3Noszj6CwA"
+)
 
 func TestKeyringConcurrentUse(t *testing.T) {
 	keys := []keyring.SealingKey{mustKey(t, t0.Add(-time.Hour), 0)}
