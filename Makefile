@@ -56,6 +56,10 @@ verify-fmt:
 vet: ## Run go vet.
 	go vet ./...
 
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml; a go tool: nothing to download).
+	go tool golangci-lint run ./...
+
 .PHONY: envtest
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into bin/ (cached).
 	hack/build-binaries.sh >/dev/null
@@ -66,7 +70,7 @@ lint-chart: ## Run helm lint on the chart (Helm is a go tool: nothing to downloa
 	go tool helm lint charts/ltiop -f charts/ltiop/ci/full-values.yaml
 
 .PHONY: test
-test: verify-generated verify-fmt vet lint-chart envtest ## Check generated files, vet, and run every test (Ginkgo + envtest).
+test: verify-generated verify-fmt vet lint lint-chart envtest ## Check generated files, vet, lint, and run every test (Ginkgo + envtest).
 	KUBEBUILDER_ASSETS="$$(hack/build-binaries.sh)" go test -race -count=1 ./... $(TEST_ARGS)
 
 .PHONY: bench

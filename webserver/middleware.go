@@ -68,7 +68,7 @@ func observe(base logr.Logger, next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
+				if v == http.ErrAbortHandler { //nolint:errorlint // a recovered panic value is compared by identity, as net/http does
 					panic(v)
 				}
 				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", loggedPath(r))

@@ -88,7 +88,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var emptyKeySet = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"keys":[]}`)) })
+var emptyKeySet = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"keys":[]}`)) })
 
 // startServer serves a server with no real handlers over loopback HTTP.
 func startServer(t *testing.T) string {
@@ -121,7 +121,7 @@ func get(t *testing.T, url string, header ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, res.Body)
+	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
 	return res.Header.Values("X-Request-Id")
 }

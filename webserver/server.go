@@ -205,7 +205,7 @@ func (s *Server) Addr(ctx context.Context) (string, error) {
 // closes and requests in flight get ShutdownTimeout to finish.
 func (s *Server) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("webserver")
-	ln, err := net.Listen("tcp", s.opts.Listen)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.opts.Listen)
 	if err != nil {
 		return fmt.Errorf("web server: %w", err)
 	}

@@ -19,7 +19,7 @@ func TestStopDrainsBeforeClosing(t *testing.T) {
 	srv := webserver.New(webserver.Options{Listen: "127.0.0.1:0", MaxBodyBytes: 1 << 20, DrainDelay: drain, ShutdownTimeout: 5 * time.Second},
 		webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			<-slow // a request in flight across the whole shutdown
-			w.Write([]byte(`{"keys":[]}`))
+			_, _ = w.Write([]byte(`{"keys":[]}`))
 		}), KeySet: http.NotFoundHandler()})
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
@@ -39,7 +39,7 @@ func TestStopDrainsBeforeClosing(t *testing.T) {
 			inFlight <- 0
 			return
 		}
-		io.Copy(io.Discard, res.Body)
+		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		inFlight <- res.StatusCode
 	}()
@@ -73,7 +73,7 @@ func status(t *testing.T, url string) int {
 	if err != nil {
 		return 0
 	}
-	io.Copy(io.Discard, res.Body)
+	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
 	return res.StatusCode
 }

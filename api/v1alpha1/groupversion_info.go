@@ -13,7 +13,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "lti.ltiop.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // SA1019: the kubebuilder layout; the types register with SchemeBuilder.Register
 
 	// AddToScheme adds the kinds of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

@@ -85,7 +85,7 @@ func (d *demoLMS) launchOnce(ctx context.Context) (string, error) {
 	// Wait until the registration is usable: the login answers with the LMS's form.
 	var page string
 	for i := 0; ; i++ {
-		res, err := c.Get(d.base + lmssim.StartPath + "?user=demo-teacher")
+		res, err := getResponse(ctx, c, d.base+lmssim.StartPath+"?user=demo-teacher")
 		if err != nil {
 			return "", err
 		}
@@ -108,7 +108,7 @@ func (d *demoLMS) launchOnce(ctx context.Context) (string, error) {
 	if !ok {
 		return "", errors.New("the LMS answered without a form")
 	}
-	res, err := c.PostForm(action, form)
+	res, err := postForm(ctx, c, action, form)
 	if err != nil {
 		return "", err
 	}

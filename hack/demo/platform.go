@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -213,13 +214,13 @@ func (p *demoPlatform) launchOnce(ctx context.Context) (*platformLaunch, error) 
 		return nil, fmt.Errorf("the /start page has no form to the tool's login: %s", trimText(page))
 	}
 	// The tool's login initiation answers with its authentication request to ltiop.
-	res, err := browser.PostForm(action, form)
+	res, err := postForm(ctx, browser, action, form)
 	authorize, err := redirect("the tool's login", res, err)
 	if err != nil {
 		return nil, err
 	}
 	// ltiop's authorization endpoint sends the browser to the integrator's launch page.
-	res, err = browser.Get(authorize)
+	res, err = getResponse(ctx, browser, authorize)
 	launchPage, err := redirect("ltiop's authorization endpoint", res, err)
 	if err != nil {
 		return nil, err
@@ -230,12 +231,12 @@ func (p *demoPlatform) launchOnce(ctx context.Context) (*platformLaunch, error) 
 	// The launch page answers the payload and posts the id_token to the tool.
 	status, page, err := get(ctx, browser, launchPage)
 	if err != nil || status != http.StatusOK {
-		return nil, fmt.Errorf("the platform launch page: HTTP %d %v: %s", status, err, trimText(page))
+		return nil, fmt.Errorf("the platform launch page: HTTP %d %v: %s", status, err, trimText(page)) //nolint:errorlint // err may be nil here (a status failure); %v prints it as <nil>
 	}
 	if action, form, ok = lmssim.ParseAutoSubmit(page); !ok || action != p.toolBase+toolsim.LaunchPath {
 		return nil, fmt.Errorf("the platform launch page has no form to the tool's launch: %s", trimText(page))
 	}
-	if res, err = browser.PostForm(action, form); err != nil {
+	if res, err = postForm(ctx, browser, action, form); err != nil {
 		return nil, fmt.Errorf("posting the id_token to the tool: %w", err)
 	}
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
@@ -294,7 +295,7 @@ func (p *demoPlatform) launchOnce(ctx context.Context) (*platformLaunch, error) 
 		Members []map[string]any `json:"members"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&roster); err != nil || res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading the roster: HTTP %d %v", res.StatusCode, err)
+		return nil, fmt.Errorf("reading the roster: HTTP %d %v", res.StatusCode, err) //nolint:errorlint // err may be nil here (a status failure); %v prints it as <nil>
 	}
 	out.members = len(roster.Members)
 	return out, nil
@@ -686,4 +687,23 @@ func (b *bufferedResponse) writeTo(w http.ResponseWriter) {
 	}
 	w.WriteHeader(b.status)
 	_, _ = w.Write(b.body.Bytes())
+}
+
+// getResponse sends a GET bound to ctx; the caller closes the body.
+func getResponse(ctx context.Context, c *http.Client, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.Do(req)
+}
+
+// postForm is (*http.Client).PostForm bound to ctx; the caller closes the body.
+func postForm(ctx context.Context, c *http.Client, u string, form url.Values) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.Do(req)
 }

@@ -76,7 +76,7 @@ func runRedis(ctx context.Context, bin, dir string) (*redisServer, error) {
 		}
 		select {
 		case err := <-r.exited:
-			return nil, fmt.Errorf("redis-server on port %d exited (%v):\n%s", port, err, out)
+			return nil, fmt.Errorf("redis-server on port %d exited (%v):\n%s", port, err, out) //nolint:errorlint // a process that exits cleanly sends nil; %v prints it as <nil>
 		case <-deadline:
 			r.kill()
 			return nil, fmt.Errorf("redis-server on port %d did not answer PING within 10s:\n%s", port, out)

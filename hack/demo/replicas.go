@@ -47,7 +47,7 @@ func redisToStart(n int) (string, error) {
 	case "":
 		bin, err := exec.LookPath("redis-server")
 		if err != nil {
-			return "", fmt.Errorf(redisMissing, n)
+			return "", fmt.Errorf(redisMissing, n) //nolint:staticcheck // ST1005: printed to the user as it is, in the same words as hack/demo.sh
 		}
 		return bin, nil
 	case "memory":
@@ -149,7 +149,7 @@ func (rs *replicaSet) name(n int) string {
 func (rs *replicaSet) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	ready := func(r *replica) bool {
-		res, err := client.Get(r.url + "/readyz")
+		res, err := getResponse(ctx, client, r.url+"/readyz")
 		if err != nil {
 			return false
 		}

@@ -368,7 +368,7 @@ func (d *driver) waitUsable(ctx context.Context, s *server) error {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-s.done:
-			return fmt.Errorf("ltiop exited: %v", err)
+			return fmt.Errorf("ltiop exited: %v", err) //nolint:errorlint // a process that exits cleanly sends nil; %v prints it as <nil>
 		default:
 		}
 		if last = d.launch(); last == nil {
@@ -410,15 +410,15 @@ func (d *driver) run(n int) error {
 func (d *driver) launch() error {
 	i := d.counter.Add(1)
 	user := "student-" + strconv.FormatUint(i, 10)
-	c := i % uint64(d.o.clients)
+	c := i % uint64(d.o.clients) //nolint:gosec // G115: clients is a positive flag value
 	ip := fmt.Sprintf("10.%d.%d.%d", c>>16&255, c>>8&255, c&255)
 	target := publicURL + paths.Launch
 	hint, _ := json.Marshal(map[string]string{"message": "", "target": target})
 	login := url.Values{"iss": {d.lms.Issuer}, "login_hint": {user}, "target_link_uri": {target},
 		"client_id": {clientID}, "lti_deployment_id": {deployment}, "lti_message_hint": {string(hint)}}
-	req, _ := http.NewRequest("GET", d.base+paths.Login+"?"+login.Encode(), nil)
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, d.base+paths.Login+"?"+login.Encode(), nil)
 	req.Header.Set("X-Forwarded-For", ip)
-	res, err := d.do(req, http.StatusFound)
+	res, err := d.do(req, http.StatusFound) //nolint:bodyclose // d.do closes the body; res is returned for its headers
 	if err != nil {
 		return fmt.Errorf("login: %w", err)
 	}
@@ -432,13 +432,13 @@ func (d *driver) launch() error {
 		return err
 	}
 	form := url.Values{"id_token": {token}, "state": {q.Get("state")}}
-	req, _ = http.NewRequest("POST", d.base+paths.Launch, strings.NewReader(form.Encode()))
+	req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, d.base+paths.Launch, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Forwarded-For", ip)
 	for _, c := range res.Cookies() { // a browser sends the Secure cookie back over https
-		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value}) //nolint:gosec // G124: a cookie sent back in a request, not set
 	}
-	res, err = d.do(req, http.StatusSeeOther)
+	res, err = d.do(req, http.StatusSeeOther) //nolint:bodyclose // d.do closes the body; res is returned for its headers
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -470,8 +470,15 @@ func (d *driver) profile(metrics, file string, n int) error {
 	}
 	got := make(chan result, 1)
 	started := time.Now()
+	ctx, cancel := context.WithCancel(context.Background()) // ends the profile when a launch fails
+	defer cancel()
 	go func() {
-		res, err := http.Get("http://" + metrics + "/debug/pprof/profile?seconds=" + strconv.Itoa(max(5, n/100)))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metrics+"/debug/pprof/profile?seconds="+strconv.Itoa(max(5, n/100)), nil)
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			got <- result{err: err}
 			return

@@ -70,7 +70,7 @@ func (p *ltiopProcess) alive() error {
 	select {
 	case err := <-p.exited:
 		p.cmd = nil
-		return fmt.Errorf("ltiop exited (%v); see %s", err, p.log)
+		return fmt.Errorf("ltiop exited (%v); see %s", err, p.log) //nolint:errorlint // a process that exits cleanly sends nil; %v prints it as <nil>
 	default:
 		return nil
 	}

@@ -29,6 +29,7 @@ const MaxDepth = 10000
 // Kind is the type of a JSON value, as told by its first byte.
 type Kind uint8
 
+// The kinds of JSON values.
 const (
 	Invalid Kind = iota // no value starts here (or the input is exhausted)
 	Null

@@ -127,7 +127,7 @@ func (SealingKind) Encode(keys []SealingKey) ([]byte, error) {
 			Created:   k.Created.UTC(),
 		}
 	}
-	return json.MarshalIndent(out, "", "  ")
+	return json.MarshalIndent(out, "", "  ") //nolint:gosec // G117: the key ring is serialized to be stored in its Kubernetes Secret
 }
 
 // Decode reads a keyring.json. It fails on anything but a non-empty array of valid keys with

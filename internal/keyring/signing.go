@@ -124,7 +124,7 @@ func (SigningKind) Encode(set []SigningKey) ([]byte, error) {
 			Created:    k.Created.UTC(),
 		}
 	}
-	return json.MarshalIndent(out, "", "  ")
+	return json.MarshalIndent(out, "", "  ") //nolint:gosec // G117: the key ring is serialized to be stored in its Kubernetes Secret
 }
 
 // Decode reads a platform-keys.json. It fails on anything but a non-empty array of RSA keys

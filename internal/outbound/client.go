@@ -87,8 +87,8 @@ func (p Policy) checkRedirect(req *http.Request, via []*http.Request) error {
 
 func (p Policy) redirectAllowed(next, first *url.URL, hops int) error {
 	fail := func(reason string) error { return &Error{URL: RedactURL(next.String()), Reason: reason} }
-	if max := p.maxRedirects(); hops > max {
-		return fail("too many redirects (more than " + strconv.Itoa(max) + ")")
+	if maxHops := p.maxRedirects(); hops > maxHops {
+		return fail("too many redirects (more than " + strconv.Itoa(maxHops) + ")")
 	}
 	if err := p.Check(next.String()); err != nil {
 		return err

@@ -64,7 +64,7 @@ func (s *server) assertUntouched(t *testing.T, name string) {
 	}
 }
 
-func hello(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello "+r.UserAgent()) }
+func hello(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "hello "+r.UserAgent()) }
 
 func port(s *server) string {
 	u, _ := url.Parse(s.URL)
@@ -124,12 +124,12 @@ func TestLoopbackRefused(t *testing.T) {
 	if _, err := d.dialContext(context.Background(), "tcp", "127.0.0.1:"+port(s)); err == nil {
 		t.Error("dialContext reached 127.0.0.1")
 	} else {
-		asError(t, err, "loopback")
+		_ = asError(t, err, "loopback")
 	}
 	if _, err := (&net.Dialer{ControlContext: p.control}).Dial("tcp", "127.0.0.1:"+port(s)); err == nil {
 		t.Error("control hook let 127.0.0.1 through")
 	} else {
-		asError(t, err, "loopback")
+		_ = asError(t, err, "loopback")
 	}
 	s.assertUntouched(t, "server")
 }
@@ -242,13 +242,13 @@ func TestHTTPSOnly(t *testing.T) {
 	if err := p.Check(plain.URL); err == nil {
 		t.Error("Check accepted http")
 	} else {
-		asError(t, err, "https required")
+		_ = asError(t, err, "https required")
 	}
 	_, err := get(t, c, plain.URL)
-	asError(t, err, "https required")
+	_ = asError(t, err, "https required")
 
 	_, err = get(t, c, secure.URL+"/down")
-	asError(t, err, "https required")
+	_ = asError(t, err, "https required")
 	plain.assertUntouched(t, "http server")
 
 	// Certificates are verified: without the test CA the server is refused.
@@ -287,7 +287,7 @@ func TestTooManyRedirects(t *testing.T) {
 	// Within the limit, redirects are followed.
 	s2 := startServer(t, "127.0.0.1", false, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/3" {
-			io.WriteString(w, "done")
+			_, _ = io.WriteString(w, "done")
 			return
 		}
 		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
@@ -302,7 +302,7 @@ func TestTimeout(t *testing.T) {
 	release := make(chan struct{})
 	s := startServer(t, "127.0.0.1", false, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow-body" {
-			io.WriteString(w, "start")
+			_, _ = io.WriteString(w, "start")
 			w.(http.Flusher).Flush()
 		}
 		select {
@@ -335,7 +335,7 @@ func TestDNS(t *testing.T) {
 	u := "http://localhost:" + port(s) + "/"
 
 	_, err := get(t, NewClient(Policy{AllowHTTP: true}), u)
-	asError(t, err, "for host localhost")
+	_ = asError(t, err, "for host localhost")
 	s.assertUntouched(t, "server")
 
 	if _, err := get(t, NewClient(Policy{AllowHTTP: true, AllowLoopback: true}), u); err != nil {
@@ -360,7 +360,7 @@ func TestDNS(t *testing.T) {
 		"empty.test":    "has no address",
 	} {
 		_, err := get(t, c, "http://"+host+"/")
-		asError(t, err, want)
+		_ = asError(t, err, want)
 	}
 	_, err = get(t, c, "http://unknown.test/")
 	var dnsErr *net.DNSError

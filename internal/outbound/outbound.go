@@ -224,9 +224,9 @@ func RedactURL(raw string) string {
 		}
 		s = scheme + authority + path
 	}
-	const max = 200
-	if len(s) > max {
-		s = s[:max]
+	const maxLen = 200
+	if len(s) > maxLen {
+		s = s[:maxLen]
 		for len(s) > 0 && !utf8.ValidString(s) {
 			s = s[:len(s)-1]
 		}
@@ -243,7 +243,7 @@ func Redact(err error) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	if top, ok := err.(*url.Error); ok {
+	if top, ok := err.(*url.Error); ok { //nolint:errorlint // only the outermost error, by design: a *url.Error further down is handled below
 		return &url.Error{Op: top.Op, URL: RedactURL(top.URL), Err: Redact(top.Err)}
 	}
 	// A *url.Error further down: keep the chain's message but redact that URL.
@@ -258,19 +258,19 @@ type redacted struct {
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.err }
 
-// ReadLimited reads r to its end, at most max bytes. A longer body is an error wrapping
-// ErrTooLarge (and what was read is discarded). A negative max counts as 0.
-func ReadLimited(r io.Reader, max int64) ([]byte, error) {
-	if max < 0 {
-		max = 0
+// ReadLimited reads r to its end, at most maxBytes bytes. A longer body is an error wrapping
+// ErrTooLarge (and what was read is discarded). A negative maxBytes counts as 0.
+func ReadLimited(r io.Reader, maxBytes int64) ([]byte, error) {
+	if maxBytes < 0 {
+		maxBytes = 0
 	}
-	limit := max
+	limit := maxBytes
 	if limit < math.MaxInt64 {
-		limit++ // one byte more tells a body of exactly max bytes from a longer one
+		limit++ // one byte more tells a body of exactly maxBytes bytes from a longer one
 	}
 	b, err := io.ReadAll(io.LimitReader(r, limit))
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w (limit %d bytes)", ErrTooLarge, max)
+	if int64(len(b)) > maxBytes {
+		return nil, fmt.Errorf("%w (limit %d bytes)", ErrTooLarge, maxBytes)
 	}
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func TestSameHostRedirectsKeepTheCredentialHome(t *testing.T) {
 		case "/home":
 			http.Redirect(w, r, "/done", http.StatusTemporaryRedirect)
 		default:
-			io.WriteString(w, "done")
+			_, _ = io.WriteString(w, "done")
 		}
 	})
 	p := Policy{AllowHTTP: true, AllowLoopback: true, SameHostRedirects: true, Target: TargetToken}
@@ -47,7 +47,7 @@ func TestSameHostRedirectsKeepTheCredentialHome(t *testing.T) {
 	if _, err := post("/away"); err == nil {
 		t.Fatal("a redirect to another host was followed")
 	} else {
-		asError(t, err, "redirect to another host refused")
+		_ = asError(t, err, "redirect to another host refused")
 	}
 	other.assertUntouched(t, "other host")
 	if len(leaked) != 0 {
@@ -83,7 +83,7 @@ func TestRedirectFromHTTPSToHTTPRefused(t *testing.T) {
 	pool.AddCert(secure.Certificate())
 	c.Transport.(*guard).base.TLSClientConfig.RootCAs = pool
 	_, err := get(t, c, secure.URL+"/")
-	asError(t, err, "redirect from https to http refused")
+	_ = asError(t, err, "redirect from https to http refused")
 	plain.assertUntouched(t, "http server")
 }
 
@@ -102,7 +102,7 @@ func TestRedirectToMetadataRefusedDespiteBroadRanges(t *testing.T) {
 	before := count(TargetJWKS, OutcomeRefused)
 	u, _ := url.Parse(first.URL)
 	_, err := get(t, c, "http://lms.test:"+u.Port()+"/jwks")
-	asError(t, err, "cloud metadata")
+	_ = asError(t, err, "cloud metadata")
 	if got := count(TargetJWKS, OutcomeRefused) - before; got != 1 {
 		t.Errorf("refused dials counted %v, want 1", got)
 	}
@@ -146,7 +146,7 @@ func TestMetricsOutcomes(t *testing.T) {
 	c := NewClient(Policy{AllowHTTP: true, AllowLoopback: true, Target: TargetNRPS})
 	for path, outcome := range map[string]string{"/": OutcomeSuccess, "/404": OutcomeClientError, "/500": OutcomeServerError} {
 		before := count(TargetNRPS, outcome)
-		get(t, c, s.URL+path)
+		_, _ = get(t, c, s.URL+path)
 		if got := count(TargetNRPS, outcome) - before; got != 1 {
 			t.Errorf("%s: %s counted %v, want 1", path, outcome, got)
 		}
@@ -167,7 +167,9 @@ func TestMetricsOutcomes(t *testing.T) {
 	}
 	// A refused URL is counted, nothing sent.
 	before = count(TargetNRPS, OutcomeRefused)
-	NewClient(Policy{Target: TargetNRPS}).Get(s.URL)
+	if _, err := NewClient(Policy{Target: TargetNRPS}).Get(s.URL); err == nil {
+		t.Error("a loopback URL was not refused")
+	}
 	if got := count(TargetNRPS, OutcomeRefused) - before; got != 1 {
 		t.Errorf("refused counted %v, want 1", got)
 	}

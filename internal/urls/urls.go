@@ -12,7 +12,7 @@ import (
 func Check(raw string, allowHTTP bool) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a URL: %v", err)
+		return fmt.Errorf("not a URL: %w", err)
 	}
 	switch {
 	case u.Scheme == "https":

@@ -172,7 +172,7 @@ func checkLineItem(li map[string]any) error {
 	if label, ok := li["label"].(string); !ok || strings.TrimSpace(label) == "" {
 		return errors.New("label is required")
 	}
-	if max, ok := li["scoreMaximum"].(float64); !ok || !(max > 0) {
+	if maxScore, ok := li["scoreMaximum"].(float64); !ok || !(maxScore > 0) {
 		return errors.New("scoreMaximum must be a number greater than 0")
 	}
 	for _, k := range []string{"resourceId", "tag", "resourceLinkId"} {
@@ -344,7 +344,7 @@ func checkScore(s map[string]any) (time.Time, error) {
 		return time.Time{}, errors.New("timestamp is not a valid date and time")
 	}
 	if v, ok := s["scoreMaximum"]; ok && v != nil {
-		if max, ok := v.(float64); !ok || !(max > 0) {
+		if maxScore, ok := v.(float64); !ok || !(maxScore > 0) {
 			return time.Time{}, errors.New("scoreMaximum must be a number greater than 0")
 		}
 	}

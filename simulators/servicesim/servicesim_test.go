@@ -12,7 +12,7 @@ import (
 func TestRoundRobinAlternatesAndKeepsTheHost(t *testing.T) {
 	backend := func(name string) *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, name+" "+r.Host)
+			_, _ = io.WriteString(w, name+" "+r.Host)
 		}))
 		t.Cleanup(s.Close)
 		return s

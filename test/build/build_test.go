@@ -130,7 +130,11 @@ func TestInstallerAppliesToAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer env.Stop()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			t.Logf("stopping envtest: %v", err)
+		}
+	}()
 	scheme := k8sruntime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = apiextensionsv1.AddToScheme(scheme)

@@ -319,13 +319,13 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	allowHTTP := h.DevMode || (current != nil && current.Spec.DevMode)
 
-	text := func(field string, v *string, max int) string {
+	text := func(field string, v *string, maxLen int) string {
 		switch {
 		case v == nil || strings.TrimSpace(*v) == "":
 			bad("%s: required", field)
 			return ""
-		case len(*v) > max:
-			bad("%s: at most %d characters", field, max)
+		case len(*v) > maxLen:
+			bad("%s: at most %d characters", field, maxLen)
 		}
 		return *v
 	}
@@ -496,7 +496,7 @@ func NewRegistrationName(issuer string) string {
 	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // the API server's generateName alphabet
 	suffix := make([]byte, 10)
 	for i := range suffix {
-		suffix[i] = alphabet[rand.IntN(len(alphabet))]
+		suffix[i] = alphabet[rand.IntN(len(alphabet))] //nolint:gosec // G404: a name suffix that must not collide, not a secret
 	}
 	return namePrefix(issuer) + string(suffix)
 }

@@ -151,7 +151,7 @@ func (c *Client) lineItems(ctx context.Context, cred Credentials, op, containerU
 	if err != nil {
 		return nil, err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, need, target, MediaTypeLineItemContainer, maxAGSBody)
+	body, res, err := c.get(ctx, cred, op, scopes, need, target, MediaTypeLineItemContainer, maxAGSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func (c *Client) getLineItem(ctx context.Context, cred Credentials, op, id strin
 	if err != nil {
 		return nil, err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, need, id, MediaTypeLineItem, maxAGSBody)
+	body, res, err := c.get(ctx, cred, op, scopes, need, id, MediaTypeLineItem, maxAGSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +334,7 @@ func (c *Client) DeleteLineItem(ctx context.Context, cred Credentials, id string
 	if err != nil {
 		return err
 	}
-	res, err := c.do(ctx, cred, op, scopes, needLineItemWrite, func(ctx context.Context) (*http.Request, error) {
+	res, err := c.do(ctx, cred, op, scopes, needLineItemWrite, func(ctx context.Context) (*http.Request, error) { //nolint:bodyclose // discard(res.Body) below drains and closes it
 		return http.NewRequestWithContext(ctx, http.MethodDelete, id, nil)
 	})
 	if err != nil {
@@ -427,7 +427,7 @@ func (c *Client) PostScore(ctx context.Context, cred Credentials, lineItemID str
 	if err != nil {
 		return fmt.Errorf("advantage: %s: %w", op, err)
 	}
-	res, err := c.do(ctx, cred, op, scopes, needScore, func(ctx context.Context) (*http.Request, error) {
+	res, err := c.do(ctx, cred, op, scopes, needScore, func(ctx context.Context) (*http.Request, error) { //nolint:bodyclose // discard(res.Body) below drains and closes it
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 		if err == nil {
 			req.Header.Set("Content-Type", MediaTypeScore)
@@ -519,7 +519,7 @@ func (c *Client) Results(ctx context.Context, cred Credentials, lineItemID strin
 	if err != nil {
 		return nil, err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, needResults, target, MediaTypeResultContainer, maxAGSBody)
+	body, res, err := c.get(ctx, cred, op, scopes, needResults, target, MediaTypeResultContainer, maxAGSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return nil, err
 	}

@@ -239,7 +239,7 @@ func (ts *tokenServer) checkAssertion(a string) (string, error) {
 	}
 	msg, err := jws.Parse([]byte(a))
 	if err != nil || len(msg.Signatures()) != 1 {
-		return "T-CC-06", fmt.Errorf("not a compact JWS: %v", err)
+		return "T-CC-06", fmt.Errorf("not a compact JWS: %v", err) //nolint:errorlint // err may be nil here (a status failure); %v prints it as <nil>
 	}
 	hdr := msg.Signatures()[0].ProtectedHeaders()
 	if kid, _ := hdr.KeyID(); kid != testKID {
@@ -253,12 +253,12 @@ func (ts *tokenServer) checkAssertion(a string) (string, error) {
 	}
 	payload, err := jws.Verify([]byte(a), jws.WithKey(jwa.RS256(), ts.pub))
 	if err != nil {
-		return "T-CC-06", fmt.Errorf("signature: %v", err)
+		return "T-CC-06", fmt.Errorf("signature: %w", err)
 	}
 	// A standard JOSE validator accepts it (exp in the future, iat not, iss/sub/aud).
 	if _, err := jwt.Parse([]byte(a), jwt.WithKey(jwa.RS256(), ts.pub), jwt.WithIssuer(ts.clientID),
 		jwt.WithSubject(ts.clientID), jwt.WithAudience(ts.aud), jwt.WithClock(jwt.ClockFunc(ts.now))); err != nil {
-		return "T-CC-01/02/03", fmt.Errorf("jwt validation: %v", err)
+		return "T-CC-01/02/03", fmt.Errorf("jwt validation: %w", err)
 	}
 	var claims map[string]any
 	dec := json.NewDecoder(bytes.NewReader(payload))

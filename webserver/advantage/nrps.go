@@ -74,7 +74,7 @@ func (c *Client) Memberships(ctx context.Context, cred Credentials, membershipsU
 	if err != nil {
 		return nil, err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, []string{ScopeMembershipReadOnly}, target, MediaTypeMembershipContainer, maxNRPSBody)
+	body, res, err := c.get(ctx, cred, op, scopes, []string{ScopeMembershipReadOnly}, target, MediaTypeMembershipContainer, maxNRPSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,6 @@ type accessToken struct {
 // tokenEntry is the cache slot of one (PlatformID, ClientID, TokenURL, DeploymentID, scope
 // set). Its identity fields never change once it is in the map.
 type tokenEntry struct {
-	hash                                         uint64
 	platformID, clientID, tokenURL, deploymentID string
 	scopes                                       []string // sorted, distinct
 	scopeParam                                   string   // scopes joined by spaces

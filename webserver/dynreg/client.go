@@ -94,7 +94,7 @@ func FetchConfiguration(ctx context.Context, client *http.Client, configURL, tok
 		return nil, newError(CodeInvalidConfiguration, "the openid_configuration URL is not usable", 0, err)
 	}
 	setHeaders(req, token)
-	res, err := client.Do(req)
+	res, err := client.Do(req) //nolint:bodyclose // closed by the deferred drainClose(res.Body)
 	if err != nil {
 		return nil, newError(CodeConfigurationUnavailable, "the platform's OpenID configuration could not be fetched: "+describe(err), 0, err)
 	}

@@ -278,13 +278,13 @@ func TestFetchConfigurationT_DR_02Refusals(t *testing.T) {
 func TestFetchConfigurationBadURLsAndNetwork(t *testing.T) {
 	for _, u := range []string{"", "/config", "ftp://lms.example/config", "https://", "https://user:pw@lms.example/c", "::"} {
 		_, err := FetchConfiguration(context.Background(), http.DefaultClient, u, "t")
-		wantCode(t, err, CodeInvalidConfiguration, 0)
+		_ = wantCode(t, err, CodeInvalidConfiguration, 0)
 	}
 	closed := httptest.NewServer(http.NotFoundHandler())
 	addr := closed.URL
 	closed.Close()
 	_, err := FetchConfiguration(context.Background(), http.DefaultClient, addr+"/config", "t")
-	wantCode(t, err, CodeConfigurationUnavailable, 0)
+	_ = wantCode(t, err, CodeConfigurationUnavailable, 0)
 
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
@@ -457,14 +457,14 @@ func TestRegisterNoAnswerAndBadInput(t *testing.T) {
 	pc := &PlatformConfig{RegistrationEndpoint: closed.URL + "/register"}
 	closed.Close()
 	_, err := Register(context.Background(), http.DefaultClient, pc, "t", map[string]any{})
-	wantCode(t, err, CodeRegistrationUnavailable, 0)
+	_ = wantCode(t, err, CodeRegistrationUnavailable, 0)
 
 	_, err = Register(context.Background(), http.DefaultClient, &PlatformConfig{}, "t", map[string]any{})
-	wantCode(t, err, CodeInvalidConfiguration, 0)
+	_ = wantCode(t, err, CodeInvalidConfiguration, 0)
 	_, err = Register(context.Background(), http.DefaultClient, nil, "t", map[string]any{})
-	wantCode(t, err, CodeInvalidConfiguration, 0)
+	_ = wantCode(t, err, CodeInvalidConfiguration, 0)
 	_, err = Register(context.Background(), http.DefaultClient, &PlatformConfig{RegistrationEndpoint: "/register"}, "t", map[string]any{})
-	wantCode(t, err, CodeInvalidConfiguration, 0)
+	_ = wantCode(t, err, CodeInvalidConfiguration, 0)
 
 	_, err = Register(context.Background(), http.DefaultClient, pc, "t", map[string]any{"bad": make(chan int)})
 	if err == nil || CodeOf(err) != "" {

@@ -343,7 +343,7 @@ func TestDynamicRegistrationAgainstLMSSimulator(t *testing.T) {
 			}
 			// Without the token, the configuration is refused (T-DR-03).
 			_, err = FetchConfiguration(context.Background(), srv.Client(), q.Get("openid_configuration"), "")
-			wantCode(t, err, CodeConfigurationUnavailable, 401)
+			_ = wantCode(t, err, CodeConfigurationUnavailable, 401)
 		})
 	}
 }

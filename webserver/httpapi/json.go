@@ -77,16 +77,16 @@ func jsonType(kind string) string {
 	}
 }
 
-// LimitBody caps every request body at max bytes.
-func LimitBody(max int64) func(http.Handler) http.Handler {
+// LimitBody caps every request body at maxBytes bytes.
+func LimitBody(maxBytes int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.ContentLength > max {
+			if r.ContentLength > maxBytes {
 				WriteError(w, Errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-					fmt.Sprintf("The request body is larger than %d bytes.", max)))
+					fmt.Sprintf("The request body is larger than %d bytes.", maxBytes)))
 				return
 			}
-			r.Body = http.MaxBytesReader(w, r.Body, max)
+			r.Body = http.MaxBytesReader(w, r.Body, maxBytes)
 			next.ServeHTTP(w, r)
 		})
 	}

@@ -32,7 +32,7 @@ func BenchmarkRedirect(b *testing.B) {
 }
 
 func BenchmarkHTTPRedirect(b *testing.B) {
-	benchRedirect(b, func(w http.ResponseWriter, r *http.Request, u string) { http.Redirect(w, r, u, 302) })
+	benchRedirect(b, func(w http.ResponseWriter, r *http.Request, u string) { http.Redirect(w, r, u, http.StatusFound) })
 }
 
 func benchRedirect(b *testing.B, redirect func(http.ResponseWriter, *http.Request, string)) {

@@ -129,7 +129,7 @@ func TestFixturesValidate(t *testing.T) {
 			if tok.User.ID != str("sub") || tok.User.ID == "" {
 				t.Errorf("user.id %q, sub %q", tok.User.ID, str("sub"))
 			}
-			if tok.User.Roles == nil || len(tok.User.Roles) == 0 {
+			if len(tok.User.Roles) == 0 {
 				t.Errorf("no roles from %v", claims[ClaimRoles])
 			}
 			if tok.Platform.DeploymentID != str(ClaimDeploymentID) || tok.Platform.ClientID != clientID {

@@ -78,10 +78,10 @@ func asciiID(s string) bool {
 	return true
 }
 
-// validText reports whether s is valid UTF-8 of at most max bytes without control
+// validText reports whether s is valid UTF-8 of at most maxBytes bytes without control
 // characters other than tab and newlines.
-func validText(s string, max int) bool {
-	if len(s) > max || !utf8.ValidString(s) {
+func validText(s string, maxBytes int) bool {
+	if len(s) > maxBytes || !utf8.ValidString(s) {
 		return false
 	}
 	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' && r != '\r' })

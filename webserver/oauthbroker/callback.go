@@ -62,7 +62,7 @@ func (b *Broker) Callback(w http.ResponseWriter, r *http.Request) {
 			"This authorization response was already used; start again from the application."))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: CookiePath, MaxAge: -1, HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: CookiePath, MaxAge: -1, HttpOnly: true, //nolint:gosec // G124: deletes the cookie; Secure follows the configuration (false only for http:// development URLs)
 		Secure: b.secureCookies(), SameSite: http.SameSiteLaxMode})
 
 	if lmsErr := q.Get("error"); lmsErr != "" { // RFC 6749 §4.1.2.1: back to the application
@@ -124,7 +124,7 @@ func (b *Broker) Callback(w http.ResponseWriter, r *http.Request) {
 	if tok.ExpiresIn.set {
 		otc.Expiry = now.Unix() + tok.ExpiresIn.v
 	}
-	payload, _ := json.Marshal(otc)
+	payload, _ := json.Marshal(otc) //nolint:gosec // G117: the payload is sealed (encrypted) on the next line
 	sealed, err := b.keyring.Seal(PurposeCode, payload, codeTTL)
 	if err != nil {
 		b.fail(w, r, sessions.ErrSealingNotReady)

@@ -86,7 +86,7 @@ func (b *Broker) Start(w http.ResponseWriter, r *http.Request) {
 
 	// SameSite=Lax: the callback is a top-level GET navigation from the LMS, which carries
 	// Lax cookies. The flow must therefore run in a top-level window (or a popup), not an iframe.
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the configuration (false only for http:// development URLs)
 		Name: bindingCookie(st.ID), Value: st.Bind, Path: CookiePath,
 		MaxAge: int(stateTTL.Seconds()), HttpOnly: true, Secure: b.secureCookies(), SameSite: http.SameSiteLaxMode,
 	})

@@ -162,7 +162,7 @@ func (b *Broker) Refresh(w http.ResponseWriter, r *http.Request) {
 }
 
 func (b *Broker) sealRefresh(p *registry.Platform, lmsToken string) (string, *httpapi.Error) {
-	payload, _ := json.Marshal(sealedRefresh{PlatformID: p.ID, PlatformUID: string(p.UID), RefreshToken: lmsToken})
+	payload, _ := json.Marshal(sealedRefresh{PlatformID: p.ID, PlatformUID: string(p.UID), RefreshToken: lmsToken}) //nolint:gosec // G117: the payload is sealed (encrypted) on the next line
 	sealed, err := b.keyring.Seal(PurposeRefresh, payload, refreshTTL)
 	if err != nil {
 		return "", sessions.ErrSealingNotReady

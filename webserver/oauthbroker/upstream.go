@@ -97,14 +97,14 @@ func (b *Broker) tokenRequest(ctx context.Context, cc *ClientConfig, form url.Va
 	if cc.ClientSecret != "" {
 		form.Set("client_secret", cc.ClientSecret)
 	}
-	req, err := http.NewRequestWithContext(outbound.WithTarget(ctx, outbound.TargetOAuth), http.MethodPost, cc.TokenURL, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(outbound.WithTarget(ctx, outbound.TargetOAuth), http.MethodPost, cc.TokenURL, strings.NewReader(form.Encode())) //nolint:gosec // G704: the token URL is the registration's; hc is the outbound client that refuses private addresses
 	if err != nil {
 		return nil, &upstreamError{Cause: "the token URL is not usable"}
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", userAgent())
-	res, err := b.hc.Do(req)
+	res, err := b.hc.Do(req) //nolint:gosec // G704: hc is the outbound client that refuses private and metadata addresses
 	if err != nil {
 		var oe *outbound.Error
 		if errors.As(err, &oe) {

@@ -10,8 +10,8 @@ import (
 	"github.com/ltiop/ltiop/webserver/registry"
 )
 
-// CodeTooManyPending: /lti/register refused to write one more registration awaiting
-// activation, because maxPending of them exist.
+// CodeTooManyPending is the error code of /lti/register refusing to write one more
+// registration awaiting activation, because maxPending of them exist.
 const CodeTooManyPending = "TOO_MANY_PENDING_REGISTRATIONS"
 
 // unseenFor bounds how long a registration written here counts before the registry shows

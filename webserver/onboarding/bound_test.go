@@ -35,8 +35,8 @@ func freshClientIDs(h *harness) *atomic.Int64 {
 	return &n
 }
 
-func bounded(max int) func(*harnessConfig) {
-	return func(c *harnessConfig) { c.opts.MaxPending = max }
+func bounded(maxPending int) func(*harnessConfig) {
+	return func(c *harnessConfig) { c.opts.MaxPending = maxPending }
 }
 
 // Issue #13 §1: /lti/register needs no credential, so a loop of registrations with fresh

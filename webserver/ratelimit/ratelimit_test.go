@@ -116,23 +116,23 @@ func TestGroupsAreSeparate(t *testing.T) {
 // A flood of distinct addresses keeps at most maxClients buckets, evicting the least
 // recently used: a client seen recently keeps its (empty) bucket.
 func TestFloodOfAddressesIsBounded(t *testing.T) {
-	const max = 1000
-	l := ratelimit.New(max, nil, newClock().now)
+	const maxBuckets = 1000
+	l := ratelimit.New(maxBuckets, nil, newClock().now)
 	g := l.Group(ratelimit.Limit{Rate: 1, Burst: 1})
 	victim := addr("198.51.100.1")
 	g.Allow(victim)
-	for i := range 50 * max {
+	for i := range 50 * maxBuckets {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 		g.Allow(a)
 		if i%100 == 0 {
 			g.Allow(victim) // keep it recent
 		}
-		if n := l.Len(); n > max {
-			t.Fatalf("after %d addresses: %d buckets, bound %d", i+1, n, max)
+		if n := l.Len(); n > maxBuckets {
+			t.Fatalf("after %d addresses: %d buckets, bound %d", i+1, n, maxBuckets)
 		}
 	}
-	if l.Len() != max {
-		t.Errorf("%d buckets, want the bound %d", l.Len(), max)
+	if l.Len() != maxBuckets {
+		t.Errorf("%d buckets, want the bound %d", l.Len(), maxBuckets)
 	}
 	if allowed, _ := g.Allow(victim); allowed {
 		t.Errorf("the recently used client's bucket was evicted (it is full again)")

@@ -203,7 +203,7 @@ func (pk *PeerKeys) runFetch(ctx context.Context, url string, set *keySet, call 
 	set.mu.Lock()
 	now := pk.now()
 	if err != nil {
-		set.failedUntil = now.Add(failureTTL + rand.N(failureJitter))
+		set.failedUntil = now.Add(failureTTL + rand.N(failureJitter)) //nolint:gosec // G404: retry jitter, not a secret
 		set.lastErr = err
 	} else {
 		set.keys, set.fetched, set.expires = keys, now, now.Add(ttl)

@@ -178,7 +178,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.opts.Deployments.RecordDeployment(p, claims.DeploymentID)
 	}
 	if cookieBound {
-		http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: "/lti/", MaxAge: -1})
+		http.SetCookie(w, &http.Cookie{Name: bindingCookie(st.ID), Path: "/lti/", MaxAge: -1}) //nolint:gosec // G124: deletes the binding cookie (MaxAge -1, no value)
 		httpapi.Redirect(w, target, http.StatusSeeOther)
 		return
 	}

@@ -225,7 +225,7 @@ func TestServicesWhenThePlatformFails(t *testing.T) {
 		code     string
 		upstream int
 	}{
-		{"the service answers 403", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 403) }, 502, "UPSTREAM_ERROR", 403},
+		{"the service answers 403", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusForbidden) }, 502, "UPSTREAM_ERROR", 403},
 		{"the service answers 500", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "oops", 500) }, 502, "UPSTREAM_ERROR", 500},
 		{"the service answers 400", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad", 400) }, 400, "UPSTREAM_ERROR", 400},
 		{"the service is too slow", func(w http.ResponseWriter, r *http.Request) {

@@ -117,7 +117,7 @@ func TestTokenBearingRedirectToAnotherHostRefused(t *testing.T) {
 	var stolen atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		stolen.Add(1)
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	defer other.Close()
 	for _, path := range []string{lmssim.MembershipsPath, lmssim.TokenPath} {
@@ -159,7 +159,7 @@ func TestUpstreamBodiesNotEchoed(t *testing.T) {
 				}
 				w.Header().Set("Content-Type", tc.contentType)
 				w.WriteHeader(http.StatusInternalServerError)
-				io.WriteString(w, tc.body)
+				_, _ = io.WriteString(w, tc.body)
 				return true
 			})
 			res := rg.call(t, nil, "GET", "/api/memberships", ltikAuth(ltik), nil)

@@ -41,7 +41,6 @@ type Server struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd  // nil when stopped
 	exited chan error // receives cmd's exit
-	output *bytes.Buffer
 }
 
 // Option changes how the server runs.
