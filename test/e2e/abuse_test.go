@@ -89,7 +89,9 @@ var _ = Describe("Abuse of the unauthenticated surface", func() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 		}))
 		DeferCleanup(failing.Close)
-		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.AuthConfig.Key = failing.URL + "/jwks" })
+		// A path no LMS simulator uses: ltiop remembers the failure by URL, and a later
+		// simulator may be given this server's port.
+		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.AuthConfig.Key = failing.URL + "/failing-jwks" })
 		b := newBrowser()
 		for range 25 {
 			res := b.launch(lms, "")
@@ -113,7 +115,7 @@ var _ = Describe("Abuse of the unauthenticated surface", func() {
 			http.Redirect(w, r, *jwks.Load(), http.StatusFound)
 		}))
 		DeferCleanup(slow.Close)
-		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.AuthConfig.Key = slow.URL + "/jwks" })
+		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.AuthConfig.Key = slow.URL + "/slow-jwks" })
 		own := lms.URL + lmssim.JWKSPath
 		jwks.Store(&own)
 		var wg sync.WaitGroup
