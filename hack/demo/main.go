@@ -29,12 +29,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ltiop/ltiop/app"
+	"github.com/ltiop/ltiop/hack/localcluster"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/replay"
 )
@@ -123,10 +123,7 @@ func run() error {
 	}
 
 	fmt.Fprintln(os.Stderr, "demo: starting a local control plane (kube-apiserver + etcd)...")
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
+	env := localcluster.New(root)
 	restCfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("starting the control plane (run it through `make demo`, which builds the binaries): %w", err)

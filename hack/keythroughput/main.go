@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -27,13 +26,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/controllers"
+	"github.com/ltiop/ltiop/hack/localcluster"
 	"github.com/ltiop/ltiop/internal/config"
 )
 
@@ -56,10 +55,7 @@ func run(n, inflight, workers int) error {
 	if err != nil {
 		return err
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
+	env := localcluster.New(root)
 	restCfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("starting the control plane (is KUBEBUILDER_ASSETS set?): %w", err)

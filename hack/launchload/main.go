@@ -56,13 +56,12 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/app"
+	"github.com/ltiop/ltiop/hack/localcluster"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 )
@@ -144,10 +143,7 @@ func run(o options) error {
 	}
 
 	fmt.Fprintln(os.Stderr, "launchload: starting a local control plane...")
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
+	env := localcluster.New(root)
 	restCfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
@@ -254,13 +250,7 @@ func (t *target) round(n int) error {
 
 // seed creates the namespace, the API key Secret and the LMS's registration.
 func seed(ctx context.Context, k8s client.Client, lms *lmssim.LMS, namespace string) error {
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return err
-	}
-	if err := k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ltiop-api-key"},
-		StringData: map[string]string{"apiKey": apiKey},
-	}); err != nil {
+	if err := localcluster.CreateNamespace(ctx, k8s, namespace, apiKey); err != nil {
 		return err
 	}
 	return k8s.Create(ctx, &ltiv1.PlatformRegistration{

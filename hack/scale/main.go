@@ -22,13 +22,11 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ltiop/ltiop/app"
+	"github.com/ltiop/ltiop/hack/localcluster"
 )
 
 const (
@@ -75,10 +73,7 @@ func run(ctx context.Context, o options) error {
 	rep := newReport(o)
 
 	say("starting a local control plane (kube-apiserver + etcd)")
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
+	env := localcluster.New(root)
 	restCfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("starting the control plane (run hack/scale.sh, which builds the binaries): %w", err)
@@ -92,13 +87,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return err
-	}
-	if err := k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ltiop-api-key"},
-		StringData: map[string]string{"apiKey": apiKey},
-	}); err != nil {
+	if err := localcluster.CreateNamespace(ctx, k8s, namespace, apiKey); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(o.out, "kubeconfig")
