@@ -33,7 +33,10 @@ const (
 const (
 	MessageResourceLink = "LtiResourceLinkRequest"
 	MessageDeepLinking  = "LtiDeepLinkingRequest"
-	LTIVersion          = "1.3.0"
+	// MessageSubmissionReview asks the tool to show a learner's submission (AGS
+	// "Submission Review Message"); its extra rules are in submissionreview.go.
+	MessageSubmissionReview = "LtiSubmissionReviewRequest"
+	LTIVersion              = "1.3.0"
 )
 
 // MaxIdentifierLength bounds deployment_id, resource_link.id, context.id and sub
@@ -227,6 +230,10 @@ const (
 	badDLReturnURL
 	badDLAcceptTypes
 	badDLTargets
+	badAGS         // endpoint claim not an object (required by a submission review)
+	badAGSLineItem // endpoint.lineitem not a string
+	badForUser     // for_user not an object
+	badForUserID   // for_user.user_id not a string
 )
 
 // ParseClaims decodes an id_token payload. It fails only when payload is not a
@@ -375,9 +382,13 @@ var claimFields = map[string]claimField{
 		list, _ := stringList(val, false)
 		return list
 	}),
-	ClaimNRPS:    optional(func(c *Claims) **NRPSClaim { return &c.NRPS }, decodeNRPS),
-	ClaimAGS:     optional(func(c *Claims) **AGSClaim { return &c.AGS }, decodeAGS),
-	ClaimForUser: optional(func(c *Claims) **ForUser { return &c.ForUser }, decodeForUser),
+	ClaimNRPS: optional(func(c *Claims) **NRPSClaim { return &c.NRPS }, decodeNRPS),
+	ClaimAGS: {bad: badAGS | badAGSLineItem,
+		decode: (*Claims).decodeAGSClaim,
+		reset:  func(c *Claims) { c.AGS = nil }},
+	ClaimForUser: {bad: badForUser | badForUserID,
+		decode: (*Claims).decodeForUserClaim,
+		reset:  func(c *Claims) { c.ForUser = nil }},
 }
 
 // requiredString is a string claim a message may require: another JSON type sets bit.
@@ -676,6 +687,8 @@ func (c *Claims) typeError() *apierr.Error {
 		byType = []claimBits{badTargetLinkURI, badResourceLink, badResourceLinkID, badRoles}
 	case MessageDeepLinking:
 		byType = []claimBits{badDeepLinking, badDLReturnURL, badDLAcceptTypes, badDLTargets, badTargetLinkURI}
+	case MessageSubmissionReview:
+		byType = submissionReviewBits
 	}
 	for _, b := range byType {
 		if c.bad&b != 0 {
@@ -726,6 +739,9 @@ func (c *Claims) errorFor(b claimBits) *apierr.Error {
 		return errInvalidClaim("deep_linking_settings.accept_types", "an array of strings")
 	case badDLTargets:
 		return errInvalidClaim("deep_linking_settings.accept_presentation_document_targets", "an array of strings")
+	}
+	if e := submissionReviewTypeError(b); e != nil {
+		return e
 	}
 	return newError(400, CodeInvalidToken, "T-TOK-03", "The id_token payload has a claim of the wrong type.")
 }

@@ -43,12 +43,14 @@ type IDTokenPlatform struct {
 
 // IDTokenLaunch is idtoken.launch.
 type IDTokenLaunch struct {
-	Type         string               `json:"type"`   // LtiResourceLinkRequest or LtiDeepLinkingRequest
+	Type         string               `json:"type"`   // LtiResourceLinkRequest, LtiDeepLinkingRequest or LtiSubmissionReviewRequest
 	Target       string               `json:"target"` // the target_link_uri claim
 	Context      *IDTokenContext      `json:"context,omitempty"`
 	ResourceLink *IDTokenResourceLink `json:"resourceLink,omitempty"`
 	Presentation *IDTokenPresentation `json:"presentation,omitempty"`
 	Custom       map[string]string    `json:"custom"`
+	// ForUser is the learner whose submission a submission review shows (T-SR-07).
+	ForUser *IDTokenForUser `json:"forUser,omitempty"`
 }
 
 // IDTokenContext is idtoken.launch.context; Type holds §2.2 values only.
@@ -164,6 +166,7 @@ func SimplifiedIDToken(c *Claims, p PlatformInfo) *IDToken {
 			l.Presentation = &pr
 		}
 	}
+	l.ForUser = forUserOf(c)
 	t.Launch = l
 
 	s := &t.Services

@@ -342,7 +342,7 @@ func check(c *Claims, p *Policy) *apierr.Error {
 		return c.errorFor(badMessageType)
 	case c.MessageType == "":
 		return newError(400, CodeInvalidMessageType, "T-TOK-18", "The message_type claim is missing.")
-	case c.MessageType != MessageResourceLink && c.MessageType != MessageDeepLinking:
+	case c.MessageType != MessageResourceLink && c.MessageType != MessageDeepLinking && c.MessageType != MessageSubmissionReview:
 		return newError(400, CodeInvalidMessageType, "T-TOK-18",
 			"The message type "+strconv.Quote(truncate(c.MessageType, 64))+" is not supported.")
 	}
@@ -360,12 +360,19 @@ func check(c *Claims, p *Policy) *apierr.Error {
 		return newError(400, CodeDeploymentMismatch, "T-TOK-20", "The deployment_id differs from the login's lti_deployment_id.")
 	}
 	// T-TOK-21: what the message type requires.
-	if c.MessageType == MessageResourceLink {
+	switch c.MessageType {
+	case MessageResourceLink:
 		if e := checkResourceLink(c); e != nil {
 			return e
 		}
-	} else if e := checkDeepLinking(c); e != nil {
-		return e
+	case MessageSubmissionReview:
+		if e := checkSubmissionReview(c); e != nil {
+			return e
+		}
+	default:
+		if e := checkDeepLinking(c); e != nil {
+			return e
+		}
 	}
 	if e := checkSubject(c, p.AllowAnonymous); e != nil {
 		return e

@@ -251,8 +251,8 @@ func TestValidateRejects(t *testing.T) {
 			claims: func(c map[string]any) { delete(c, ClaimMessageType) }},
 			status: 400, code: CodeInvalidMessageType, rule: "T-TOK-18", descHas: "missing"},
 		{validateCase: validateCase{name: "T-TOK-18 unsupported message type",
-			claims: func(c map[string]any) { c[ClaimMessageType] = "LtiSubmissionReviewRequest" }},
-			status: 400, code: CodeInvalidMessageType, rule: "T-TOK-18", descHas: `"LtiSubmissionReviewRequest"`},
+			claims: func(c map[string]any) { c[ClaimMessageType] = "LtiUnknownFutureRequest" }},
+			status: 400, code: CodeInvalidMessageType, rule: "T-TOK-18", descHas: `"LtiUnknownFutureRequest"`},
 
 		// T-TOK-19 / T-TOK-20.
 		{validateCase: validateCase{name: "cert deployment_id Claim Missing (T-TOK-19)",
