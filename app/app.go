@@ -262,7 +262,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	tool, err := toolmode.New(toolmode.Options{
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
-		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration,
+		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
 	}, reg, registry.NewPeerKeys(out.keySets), keyring, replays, apiKey, advantage.NewClient(out.advantage))
 	if err != nil {
 		return nil, err

@@ -45,6 +45,9 @@ type Config struct {
 	// LaunchURL and DeepLinkingURL are the integrator's pages launches are sent to.
 	LaunchURL      string `json:"launchUrl"`
 	DeepLinkingURL string `json:"deepLinkingUrl"`
+	// SubmissionReviewURL receives submission review launches (LtiSubmissionReviewRequest);
+	// empty sends them to LaunchURL.
+	SubmissionReviewURL string `json:"submissionReviewUrl"`
 	// Platform mode (ltiop launching external tools for the integrator): the issuer of the
 	// id_tokens, and the integrator's pages the authorization endpoint sends launches to
 	// (?payload=) and that receive the content items of deep-linking responses.
@@ -243,6 +246,7 @@ var settings = []setting{
 	{"api-key-secret-key", "LTIOP_API_KEY_SECRET_KEY", "data key of the API key inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.APIKeySecretKey) }},
 	{"launch-url", "LTIOP_LAUNCH_URL", "integrator page that receives launches (?ltik=)", func(c *Config) flag.Value { return (*stringValue)(&c.LaunchURL) }},
 	{"deep-linking-url", "LTIOP_DEEP_LINKING_URL", "integrator page that receives deep-linking launches", func(c *Config) flag.Value { return (*stringValue)(&c.DeepLinkingURL) }},
+	{"submission-review-url", "LTIOP_SUBMISSION_REVIEW_URL", "integrator page that receives submission review launches (default: the launch URL)", func(c *Config) flag.Value { return (*stringValue)(&c.SubmissionReviewURL) }},
 	{"platform-issuer", "LTIOP_PLATFORM_ISSUER", "platform mode: issuer of the id_tokens sent to tools (default: the public URL)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformIssuer) }},
 	{"platform-launch-url", "LTIOP_PLATFORM_LAUNCH_URL", "platform mode: integrator page that answers tool launches (?payload=)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformLaunchURL) }},
 	{"platform-deep-linking-url", "LTIOP_PLATFORM_DEEP_LINKING_URL", "platform mode: integrator page that answers deep-linking launches (default: the platform launch URL)", func(c *Config) flag.Value { return (*stringValue)(&c.PlatformDeepLinkingURL) }},
@@ -371,7 +375,7 @@ func (c *Config) Validate() error {
 	}
 	for name, v := range map[string]string{"launchUrl": c.LaunchURL, "deepLinkingUrl": c.DeepLinkingURL,
 		"platformLaunchUrl": c.PlatformLaunchURL, "platformDeepLinkingUrl": c.PlatformDeepLinkingURL,
-		"platformDeepLinkingReturnUrl": c.PlatformDeepLinkingReturnURL} {
+		"platformDeepLinkingReturnUrl": c.PlatformDeepLinkingReturnURL, "submissionReviewUrl": c.SubmissionReviewURL} {
 		if v != "" {
 			if err := c.checkURL(v); err != nil {
 				add("%s: %v", name, err)

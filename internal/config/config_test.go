@@ -429,6 +429,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "shutdownDelay negative", env: base().with("LTIOP_SHUTDOWN_DELAY", "-1s"), want: []string{"shutdownDelay: must not be negative"}},
 		{name: "relative launchUrl", env: base().with("LTIOP_LAUNCH_URL", "/launch"), want: []string{"launchUrl", "absolute https URL"}},
 		{name: "http deepLinkingUrl without dev mode", env: base().with("LTIOP_DEEP_LINKING_URL", "http://app.example.com/deep"), want: []string{"deepLinkingUrl", "must use https"}},
+		{name: "http submissionReviewUrl without dev mode", env: base().with("LTIOP_SUBMISSION_REVIEW_URL", "http://app.example.com/review"), want: []string{"submissionReviewUrl", "must use https"}},
+		{name: "relative submissionReviewUrl", args: []string{"--submission-review-url", "/review"}, env: base(), want: []string{"submissionReviewUrl", "absolute https URL"}},
 		{name: "dynamicRegistration.maxPending zero", env: base().with("LTIOP_DYNAMIC_REGISTRATION_MAX_PENDING", "0"), want: []string{"dynamicRegistration.maxPending: must be between 1 and 10000, got 0"}},
 		{name: "dynamicRegistration.maxPending not a number", args: []string{"--dynamic-registration-max-pending", "many"}, env: base(), want: []string{"many"}},
 		{name: "dynamicRegistration.pendingExpiry too short", env: base().with("LTIOP_DYNAMIC_REGISTRATION_PENDING_EXPIRY", "10s"), want: []string{"dynamicRegistration.pendingExpiry: must be at least 1m"}},

@@ -194,7 +194,7 @@ func checkLineItem(li map[string]any) error {
 			return errors.New("gradesReleased must be a boolean")
 		}
 	}
-	return nil
+	return checkSubmissionReview(li["submissionReview"])
 }
 
 func isISO8601(s string) bool {

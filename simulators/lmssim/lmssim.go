@@ -129,6 +129,9 @@ func (l *LMS) LastAuthRequest() url.Values {
 
 // start sends the browser to the tool's login URL, as an LMS does when a user clicks a
 // link: GET /start?user=…&target=…&message=LtiDeepLinkingRequest&storage_target=_parent.
+// A submission review (message=LtiSubmissionReviewRequest) names the learner (for_user)
+// and the line item (lineitem, its id URL or number); the line item's submissionReview.url,
+// when it has one, is the target.
 func (l *LMS) start(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	user := q.Get("user")
@@ -139,7 +142,13 @@ func (l *LMS) start(w http.ResponseWriter, r *http.Request) {
 	if target == "" {
 		target = l.ToolRedirectURI
 	}
-	hint, _ := json.Marshal(map[string]string{"message": q.Get("message"), "target": target})
+	if q.Get("message") == MessageSubmissionReview && q.Get("target") == "" {
+		if reviewURL, _ := l.reviewTarget(q.Get("lineitem")); reviewURL != "" {
+			target = reviewURL
+		}
+	}
+	hint, _ := json.Marshal(map[string]string{"message": q.Get("message"), "target": target,
+		"forUser": q.Get("for_user"), "lineItem": q.Get("lineitem")})
 	login := url.Values{
 		"iss": {l.Issuer}, "login_hint": {user}, "target_link_uri": {target},
 		"client_id": {l.ClientID}, "lti_deployment_id": {l.DeploymentID}, "lti_message_hint": {string(hint)},
@@ -174,14 +183,17 @@ func (l *LMS) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid_request: nonce, state and login_hint are required", http.StatusBadRequest)
 		return
 	}
-	var hint struct{ Message, Target string }
+	var hint struct{ Message, Target, ForUser, LineItem string }
 	_ = json.Unmarshal([]byte(q.Get("lti_message_hint")), &hint)
 	if hint.Target == "" {
 		hint.Target = l.ToolRedirectURI
 	}
 	claims := l.Claims(q.Get("login_hint"), q.Get("nonce"), hint.Target)
-	if hint.Message == "LtiDeepLinkingRequest" {
+	switch hint.Message {
+	case "LtiDeepLinkingRequest":
 		l.MakeDeepLinking(claims)
+	case MessageSubmissionReview:
+		l.MakeSubmissionReview(claims, hint.ForUser, hint.LineItem)
 	}
 	token, err := l.Sign(claims, nil)
 	if err != nil {

@@ -30,6 +30,9 @@ type Options struct {
 	PublicURL string
 	// LaunchURL and DeepLinkingURL are the integrator pages launches are handed to.
 	LaunchURL, DeepLinkingURL string
+	// SubmissionReviewURL receives submission reviews (LtiSubmissionReviewRequest); empty:
+	// LaunchURL.
+	SubmissionReviewURL string
 	// DevMode allows plain-http cookies for local work.
 	DevMode bool
 	// ClockSkew is the leeway on exp and iat.
@@ -74,7 +77,7 @@ func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring 
 		return nil, err
 	}
 	formAction := []string{"'self'"}
-	for _, dest := range []string{opts.LaunchURL, opts.DeepLinkingURL} {
+	for _, dest := range []string{opts.LaunchURL, opts.DeepLinkingURL, opts.SubmissionReviewURL} {
 		if d, err := url.Parse(dest); err == nil && d.Host != "" {
 			formAction = append(formAction, d.Scheme+"://"+d.Host)
 		}
