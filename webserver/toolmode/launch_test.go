@@ -1,6 +1,7 @@
 package toolmode_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -425,4 +426,61 @@ func TestLaunchCompleteWithPlatformStorage(t *testing.T) {
 	value, pending = rg.storageLaunch(t)
 	rg.clock.Advance(2*time.Minute + time.Second)
 	testhttp.WantRefusal(t, complete(url.Values{"pending": {pending}, "value": {value}}), 401, toolmode.CodeInvalidState)
+}
+
+// T-SR-06: a submission review goes to the Submission Review URL (without one, to the
+// Launch URL) with the target link's query, and /api/idtoken names the learner (T-SR-07).
+func TestSubmissionReviewLaunchDestination(t *testing.T) {
+	const reviewURL = "https://app.example/review"
+	for _, tc := range []struct{ srURL, want string }{{reviewURL, reviewURL}, {"", rigLaunchURL}} {
+		rg := newRig(t, func(c *rigConfig) { c.opts.SubmissionReviewURL = tc.srURL })
+		client := browser()
+		params := rg.loginParams()
+		target := rg.ltiop.URL + paths.Launch + "?view=review"
+		params.Set("target_link_uri", target)
+		ar := rg.startLogin(t, client, params)
+		claims := rg.lms.Claims("instructor-1", ar.Nonce, target)
+		rg.lms.MakeSubmissionReview(claims, "user-2", "")
+		res := rg.postLaunch(t, client, rg.sign(t, claims), ar.State)
+		if res.Status != http.StatusSeeOther {
+			t.Fatalf("launch: %d %s", res.Status, res.Body)
+		}
+		loc := res.Location(t)
+		if loc.Scheme+"://"+loc.Host+loc.Path != tc.want || loc.Query().Get("view") != "review" {
+			t.Fatalf("submission review handed to %s, want %s?view=review", loc, tc.want)
+		}
+		tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(loc.Query().Get("ltik")), nil)
+		var body struct {
+			User   struct{ ID string }
+			Launch struct {
+				Type    string
+				ForUser struct {
+					ID    string
+					Roles []string
+				}
+			}
+		}
+		if tok.Status != http.StatusOK || json.Unmarshal([]byte(tok.Body), &body) != nil {
+			t.Fatalf("idtoken: %d %s", tok.Status, tok.Body)
+		}
+		if body.User.ID != "instructor-1" || body.Launch.Type != "LtiSubmissionReviewRequest" || body.Launch.ForUser.ID != "user-2" ||
+			len(body.Launch.ForUser.Roles) == 0 {
+			t.Fatalf("idtoken: %s", tok.Body)
+		}
+	}
+}
+
+// A submission review without for_user is refused before any ltik is made (T-SR-04).
+func TestSubmissionReviewLaunchWithoutForUser(t *testing.T) {
+	rg := newRig(t)
+	client := browser()
+	ar := rg.startLogin(t, client, nil)
+	claims := rg.claims(ar)
+	rg.lms.MakeSubmissionReview(claims, "user-2", "")
+	delete(claims, "https://purl.imsglobal.org/spec/lti/claim/for_user")
+	res := rg.postLaunch(t, client, rg.sign(t, claims), ar.State)
+	testhttp.WantRefusal(t, res, http.StatusBadRequest, "MISSING_CLAIM")
+	if strings.Contains(res.Header.Get("Location"), "ltik=") {
+		t.Fatal("an ltik was issued")
+	}
 }
