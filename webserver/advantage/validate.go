@@ -17,7 +17,7 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
 // ValidateLineItem checks a line item before it is created or updated: label present and
 // not blank, scoreMaximum a number > 0 (T-AGS-06), startDateTime and endDateTime ISO 8601
-// with a time zone when present.
+// with a time zone when present, submissionReview well formed when present (T-SR-08).
 func ValidateLineItem(item *LineItem) *FieldError {
 	switch {
 	case item == nil:
@@ -30,7 +30,11 @@ func ValidateLineItem(item *LineItem) *FieldError {
 	if fe := checkDateTime("startDateTime", item.StartDateTime); fe != nil {
 		return fe
 	}
-	return checkDateTime("endDateTime", item.EndDateTime)
+	if fe := checkDateTime("endDateTime", item.EndDateTime); fe != nil {
+		return fe
+	}
+	_, fe := item.SubmissionReview() // T-SR-08
+	return fe
 }
 
 // Activity and grading progress values (AGS §3.4.6, §3.4.7).

@@ -3,10 +3,13 @@ package toolmode
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
@@ -20,14 +23,22 @@ func (t *Tool) Memberships(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	limit, herr := queryLimit(q.Get("limit"))
+	var role string
+	if herr == nil {
+		role, herr = queryRole(q.Get("role"))
+	}
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return
 	}
 	t.respond(w, r, http.StatusOK, func(ctx context.Context, cred advantage.Credentials) (any, error) {
-		return t.services.Memberships(ctx, cred, g.MembershipsURL, advantage.MembersQuery{
-			Role: q.Get("role"), Limit: limit, ResourceLinkID: q.Get("resourceLinkId"), URL: q.Get("url"),
+		page, err := t.services.Memberships(ctx, cred, g.MembershipsURL, advantage.MembersQuery{
+			Role: role, Limit: limit, ResourceLinkID: q.Get("resourceLinkId"), URL: q.Get("url"),
 		})
+		if err != nil {
+			return nil, err
+		}
+		return normaliseMembers(page), nil
 	})
 }
 
@@ -56,7 +67,7 @@ func (t *Tool) CreateLineItem(w http.ResponseWriter, r *http.Request) {
 	container, herr := grantFrom(r.Context()).lineItemsContainer()
 	var item advantage.LineItem
 	if herr == nil {
-		herr = decodeValid(r, &item, func() *advantage.FieldError { return advantage.ValidateLineItem(&item) })
+		herr = decodeValid(r, &item, func() *advantage.FieldError { return t.validateLineItem(&item) })
 	}
 	if herr != nil {
 		httpapi.WriteError(w, herr)
@@ -78,7 +89,7 @@ func (t *Tool) GetLineItem(w http.ResponseWriter, r *http.Request) {
 func (t *Tool) UpdateLineItem(w http.ResponseWriter, r *http.Request) {
 	var item advantage.LineItem
 	decode := func() *httpapi.Error {
-		return decodeValid(r, &item, func() *advantage.FieldError { return advantage.ValidateLineItem(&item) })
+		return decodeValid(r, &item, func() *advantage.FieldError { return t.validateLineItem(&item) })
 	}
 	t.onLineItem(w, r, http.StatusOK, decode, func(ctx context.Context, cred advantage.Credentials, id string) (any, error) {
 		return t.services.UpdateLineItem(ctx, cred, id, item)
@@ -190,4 +201,23 @@ func queryLimit(v string) (int, *httpapi.Error) {
 		return 0, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, "limit: must be a whole number from 1 to 10000.")
 	}
 	return n, nil
+}
+
+// validateLineItem is advantage.ValidateLineItem, and a submissionReview.url on ltiop's
+// origin: the platform starts the review launch at ltiop's login with that URL as the
+// target, which ltiop accepts only on its own origin (T-LOGIN-05), and hands the
+// validated review to the Submission Review URL (T-SR-06).
+func (t *Tool) validateLineItem(item *advantage.LineItem) *advantage.FieldError {
+	if fe := advantage.ValidateLineItem(item); fe != nil {
+		return fe
+	}
+	sr, _ := item.SubmissionReview() // valid: checked above
+	if sr == nil || sr.URL == "" {
+		return nil
+	}
+	if u, err := url.Parse(sr.URL); err != nil || !strings.EqualFold(u.Scheme+"://"+u.Host, t.origin) {
+		return &advantage.FieldError{Field: "submissionReview.url",
+			Message: "must be on ltiop's origin (" + t.origin + "), e.g. " + t.opts.PublicURL + paths.Launch + "; ltiop hands the review to its Submission Review URL"}
+	}
+	return nil
 }
