@@ -167,7 +167,9 @@ var _ = Describe("LTI Advantage services", func() {
 			Expect(call("POST", "/api/platforms/"+lms.ID+"/deactivate", nil, bearer).Status).To(Equal(200))
 			res := call("GET", "/api/memberships?limit=1", nil, serviceAuth(key))
 			Expect(res.Status).To(Equal(401))
-			Expect(res.errorCode()).To(Equal("UNREGISTERED_OR_INACTIVE_PLATFORM"))
+			// §7: one code per credential; the precise one is in details.reason.
+			Expect(res.errorCode()).To(Equal("INVALID_SERVICE_AUTH_AUTHORIZATION_HEADER"))
+			Expect(string(res.Raw)).To(ContainSubstring(`"reason":"UNREGISTERED_OR_INACTIVE_PLATFORM"`))
 		})
 	})
 

@@ -12,6 +12,10 @@ type Error struct {
 	Status      int    // the HTTP status
 	Code        string // the stable code, details.message: integrators match on it, never rename one
 	Description string // details.description: safe to show, never a secret
+	// Reason, when set, is a more precise stable code than Code, sent as details.reason:
+	// where the service interface (§7) names the code of a case, Code is that one and the
+	// code ltiop answered with before goes here.
+	Reason string
 	// Rule is the lti-conformance.md rule the failed check enforces, if any.
 	Rule string
 	// OAuth is the OAuth 2.0 / OIDC error value ("invalid_client") of answers that go

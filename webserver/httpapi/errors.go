@@ -79,6 +79,9 @@ type Envelope struct {
 type EnvelopeDetails struct {
 	Message     string `json:"message"`
 	Description string `json:"description"`
+	// Reason is a more precise code than Message, when the service interface fixes
+	// Message for the case (apierr.Error.Reason).
+	Reason string `json:"reason,omitempty"`
 	// Set on LMS failures: the LMS's status and (truncated) body.
 	ExternalError  bool   `json:"externalError,omitempty"`
 	UpstreamStatus int    `json:"upstreamStatus,omitempty"`
@@ -90,7 +93,7 @@ func WriteError(w http.ResponseWriter, err *Error) {
 	if err.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop"`)
 	}
-	details := EnvelopeDetails{Message: err.Code, Description: err.Description}
+	details := EnvelopeDetails{Message: err.Code, Description: err.Description, Reason: err.Reason}
 	if err.Upstream != nil {
 		details.ExternalError, details.UpstreamStatus, details.UpstreamBody = true, err.Upstream.Status, err.Upstream.Body
 	}

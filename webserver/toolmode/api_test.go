@@ -184,7 +184,8 @@ func TestRequireLtikFollowsTheRegistration(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.change()
-			testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeUnregistered)
+			// §7: the one code of an ltik failure, the precise one in details.reason.
+			testhttp.WantReason(t, rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil), 401, toolmode.CodeInvalidLtikAuth, toolmode.CodeUnregistered)
 			tc.undo()
 			if res := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil); res.Status != http.StatusOK {
 				t.Fatalf("restored: %d %s", res.Status, res.Body)
@@ -211,22 +212,23 @@ func TestRequireServiceRefusals(t *testing.T) {
 	tampered := key[:len(key)-3] + "abc"
 	for _, tc := range []struct {
 		name, header string
-		code         string
+		code, reason string
 	}{
-		{"no header", "", "INVALID_AUTHORIZATION_SCHEME"},
-		{"Bearer", "Bearer " + benchAPIKey, "INVALID_AUTHORIZATION_SCHEME"},
-		{"Basic", "Basic " + benchAPIKey, "INVALID_AUTHORIZATION_SCHEME"},
-		{"wrong API key", "SERVICE-AUTH-V1 wrong:" + key, toolmode.CodeInvalidServiceAuth},
-		{"tampered service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":" + tampered, toolmode.CodeInvalidServiceAuth},
-		{"no service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":", toolmode.CodeInvalidServiceAuth},
-		{"no separator", "SERVICE-AUTH-V1 " + key, toolmode.CodeInvalidServiceAuth},
-		{"an ltik as service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":" + ltik, toolmode.CodeInvalidServiceAuth},
-		{"LTIK with a wrong API key", "LTIK-AUTH-V2 wrong:" + ltik, toolmode.CodeInvalidLtikAuth},
+		// §7: no usable scheme answers the ltik code; the precise one is in details.reason.
+		{"no header", "", toolmode.CodeInvalidLtikAuth, "INVALID_AUTHORIZATION_SCHEME"},
+		{"Bearer", "Bearer " + benchAPIKey, toolmode.CodeInvalidLtikAuth, "INVALID_AUTHORIZATION_SCHEME"},
+		{"Basic", "Basic " + benchAPIKey, toolmode.CodeInvalidLtikAuth, "INVALID_AUTHORIZATION_SCHEME"},
+		{"wrong API key", "SERVICE-AUTH-V1 wrong:" + key, toolmode.CodeInvalidServiceAuth, ""},
+		{"tampered service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":" + tampered, toolmode.CodeInvalidServiceAuth, ""},
+		{"no service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":", toolmode.CodeInvalidServiceAuth, ""},
+		{"no separator", "SERVICE-AUTH-V1 " + key, toolmode.CodeInvalidServiceAuth, ""},
+		{"an ltik as service key", "SERVICE-AUTH-V1 " + benchAPIKey + ":" + ltik, toolmode.CodeInvalidServiceAuth, ""},
+		{"LTIK with a wrong API key", "LTIK-AUTH-V2 wrong:" + ltik, toolmode.CodeInvalidLtikAuth, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, path := range []string{"/api/memberships", "/api/lineitems"} {
 				res := rg.call(t, nil, "GET", path, map[string]string{"Authorization": tc.header}, nil)
-				testhttp.WantRefusal(t, res, 401, tc.code)
+				testhttp.WantReason(t, res, 401, tc.code, tc.reason)
 				if strings.Contains(res.Body, benchAPIKey) {
 					t.Fatal("the API key is echoed")
 				}
@@ -239,7 +241,7 @@ func TestRequireServiceRefusals(t *testing.T) {
 
 	// A service key stops working with its registration.
 	rg.update(func(pr *ltiv1.PlatformRegistration) { pr.Spec.Active = ptr.To(false) })
-	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), 401, toolmode.CodeUnregistered)
+	testhttp.WantReason(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), 401, toolmode.CodeInvalidServiceAuth, toolmode.CodeUnregistered)
 	if n := rg.lms.TokenRequests(); n != 0 {
 		t.Fatalf("refused calls made %d token requests", n)
 	}

@@ -86,8 +86,8 @@ func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handle
 		case strings.EqualFold(scheme, "LTIK-AUTH-V2"), strings.EqualFold(scheme, "LTIK-AUTH-V1"):
 			g, herr = t.openLtik(h)
 		case allowServiceKey:
-			herr = httpapi.Errorf(http.StatusUnauthorized, httpapi.CodeInvalidAuthScheme,
-				"This endpoint accepts LTIK-AUTH-V2 <API_KEY>:<ltik> or SERVICE-AUTH-V1 <API_KEY>:<serviceKey>.")
+			herr = schemeFailure(httpapi.Errorf(http.StatusUnauthorized, httpapi.CodeInvalidAuthScheme,
+				"This endpoint accepts LTIK-AUTH-V2 <API_KEY>:<ltik> or SERVICE-AUTH-V1 <API_KEY>:<serviceKey>."), nil)
 		default:
 			herr = invalidLtikAuth("The Authorization header must be LTIK-AUTH-V2 <API_KEY>:<ltik>.")
 		}
@@ -97,7 +97,7 @@ func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handle
 		}
 		httpapi.NotePlatform(r.Context(), g.PlatformID)
 		if _, herr := t.platformOf(g); herr != nil {
-			httpapi.WriteError(w, herr)
+			httpapi.WriteError(w, schemeFailure(herr, g))
 			return
 		}
 		ctx := context.WithValue(r.Context(), grantKey{}, g)
@@ -182,7 +182,7 @@ func (t *Tool) serviceKey(g *grant) (string, error) {
 func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform, *httpapi.Error) {
 	p, herr := t.platformOf(g)
 	if herr != nil {
-		return advantage.Credentials{}, nil, herr
+		return advantage.Credentials{}, nil, schemeFailure(herr, g)
 	}
 	var urls []string
 	for _, u := range []string{g.LineItemsURL, g.LineItemURL, g.MembershipsURL} {

@@ -284,7 +284,7 @@ func TestRegistrationDeletedMidRequest(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	res := testhttp.Reply{Status: w.Code, Header: w.Header(), Body: w.Body.String()}
-	testhttp.WantError(t, res, http.StatusUnauthorized, toolmode.CodeUnregistered)
+	testhttp.WantReason(t, res, http.StatusUnauthorized, toolmode.CodeInvalidLtikAuth, toolmode.CodeUnregistered)
 }
 
 // A service key opens for its configured lifetime after the launch that made it, then is

@@ -109,6 +109,7 @@ type envelope struct {
 	Details struct {
 		Message     string `json:"message"`
 		Description string `json:"description"`
+		Reason      string `json:"reason"`
 	} `json:"details"`
 }
 
@@ -158,6 +159,16 @@ func WantRefusal(tb testing.TB, r Reply, status int, code string) string {
 		return ""
 	}
 	return WantError(tb, r, status, code)
+}
+
+// WantReason checks that r is the error envelope with status and code (see WantError)
+// and the more precise code reason in details.reason ("": none).
+func WantReason(tb testing.TB, r Reply, status int, code, reason string) {
+	tb.Helper()
+	WantError(tb, r, status, code)
+	if got := decode(tb, r).Details.Reason; got != reason {
+		tb.Fatalf("details.reason %q, want %q: %s", got, reason, r.Body)
+	}
 }
 
 // Description returns details.description of the error envelope r.
