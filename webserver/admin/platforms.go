@@ -203,12 +203,16 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	var req PlatformRequest
+	var req UpdateRequest
 	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
-	spec, err := h.validate(&req, current)
+	if err := req.checkReadOnly(current); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	spec, err := h.validate(&req.PlatformRequest, current)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
