@@ -23,6 +23,8 @@ import (
 const (
 	launchURL      = "https://app.test.example/launch"
 	deepLinkingURL = "https://app.test.example/deep-linking"
+	// submissionReviewURL receives LtiSubmissionReviewRequest launches (review_test.go).
+	submissionReviewURL = "https://app.test.example/review"
 )
 
 // browser is a user agent with a cookie jar. Requests to ltiop's public URL are sent to

@@ -55,6 +55,7 @@ var _ = BeforeSuite(func() {
 	cfg.MaxBodyBytes = 64 << 10
 	cfg.KeyWait.Duration = 15 * time.Second
 	cfg.LaunchURL, cfg.DeepLinkingURL = launchURL, deepLinkingURL
+	cfg.SubmissionReviewURL = submissionReviewURL
 	// The simulated LMSs and tools listen on loopback: the outbound guard must let ltiop
 	// reach them (in production it refuses loopback).
 	cfg.OutboundAllowLoopback = true
