@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ltiop/ltiop/test/utils/testhttp"
+	"github.com/ltiop/ltiop/webserver/admin"
 )
 
 // PUT takes back what GET answered: id and publicKey unchanged are ignored, and the
@@ -76,4 +77,35 @@ func TestUpdateRefusesChangedReadOnlyFields(t *testing.T) {
 	}
 	// POST still refuses the read-only fields: a new registration's id and key are ltiop's.
 	testhttp.WantError(t, h.call("POST", "/api/platforms", with(canvasBody("new"), "id", "chosen")), http.StatusBadRequest, "INVALID_PARAMETERS")
+}
+
+// Every field of the Platform object GET answers is one PUT accepts, writable or
+// read-only: a field added to Platform alone would make the body of GET a 400 again.
+func TestUpdateRequestCoversThePlatformObject(t *testing.T) {
+	accepted := jsonFields(reflect.TypeFor[admin.UpdateRequest]())
+	for name := range jsonFields(reflect.TypeFor[admin.Platform]()) {
+		if !accepted[name] {
+			t.Errorf("Platform.%s is not accepted by PUT (add it to PlatformRequest, or to UpdateRequest as read-only)", name)
+		}
+	}
+}
+
+// jsonFields are the JSON member names of struct type t, embedded structs included.
+func jsonFields(t reflect.Type) map[string]bool {
+	out := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			for n := range jsonFields(f.Type) {
+				out[n] = true
+			}
+		case name == "":
+			out[f.Name] = true
+		default:
+			out[name] = true
+		}
+	}
+	return out
 }
