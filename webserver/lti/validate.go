@@ -377,7 +377,8 @@ func check(c *Claims, p *Policy) *apierr.Error {
 	if e := checkSubject(c, p.AllowAnonymous); e != nil {
 		return e
 	}
-	// T-TOK-22: RLR always (when the login's value is known), DL when the claim is there (§12.3).
+	// T-TOK-22: RLR and submission review (T-SR-02) always (when the login's value is known),
+	// DL when the claim is there (§12.3).
 	if p.ExpectedTargetLinkURI != "" && (c.MessageType == MessageResourceLink || c.TargetLinkURI != "") &&
 		c.TargetLinkURI != p.ExpectedTargetLinkURI {
 		return newError(400, CodeTargetLinkURIMismatch, "T-TOK-22", "The target_link_uri differs from the login's target_link_uri.")
