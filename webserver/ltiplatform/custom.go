@@ -2,7 +2,6 @@ package ltiplatform
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -38,18 +37,22 @@ func CheckCustom(field string, m map[string]string) *apierr.Error {
 	if len(m) > MaxCustomEntries {
 		return fieldError(field, "at most %d custom parameters", MaxCustomEntries)
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	var first *apierr.Error
+	firstKey := ""
+	for k, v := range m { // the smallest bad key, without sorting: this runs on every launch
+		if e := checkCustomEntry(field, k, v); e != nil && (first == nil || k < firstKey) {
+			first, firstKey = e, k
+		}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !ValidCustomKey(k) {
-			return fieldError(field, "key %q: must be 1 to %d letters, digits, '_', '.' or '-'", k, MaxCustomKeyBytes)
-		}
-		if v := m[k]; utf8.RuneCountInString(v) > MaxCustomValue || !validText(v, 4*MaxCustomValue) {
-			return fieldError(fmt.Sprintf("%s.%s", field, k), "must be at most %d characters of text", MaxCustomValue)
-		}
+	return first
+}
+
+func checkCustomEntry(field, k, v string) *apierr.Error {
+	if !ValidCustomKey(k) {
+		return fieldError(field, "key %q: must be 1 to %d letters, digits, '_', '.' or '-'", k, MaxCustomKeyBytes)
+	}
+	if utf8.RuneCountInString(v) > MaxCustomValue || !validText(v, 4*MaxCustomValue) {
+		return fieldError(fmt.Sprintf("%s.%s", field, k), "must be at most %d characters of text", MaxCustomValue)
 	}
 	return nil
 }

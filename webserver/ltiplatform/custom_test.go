@@ -93,6 +93,10 @@ func TestMergeCustom(t *testing.T) {
 		}},
 		{"only a whole value is a variable", map[string]string{"a": "user $User.id", "b": "$User.id/x", "c": " $User.id", "d": "$$User.id"}, nil, fullVariables(),
 			map[string]string{"a": "user $User.id", "b": "$User.id/x", "c": " $User.id", "d": "$$User.id"}},
+		{"expanded once: a value that looks like a variable is not expanded again",
+			map[string]string{"name": "$Person.name.full", "title": "$Context.title"}, nil,
+			&Variables{UserID: "u", User: &User{Name: "$User.id"}, Context: &Context{ID: "c", Title: "$Context.id"}},
+			map[string]string{"name": "$User.id", "title": "$Context.id"}},
 		{"a launch variable wins over a tool constant", map[string]string{"id": "const"}, map[string]string{"id": "$ResourceLink.title"}, fullVariables(),
 			map[string]string{"id": "Quiz 7"}},
 	} {
