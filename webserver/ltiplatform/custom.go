@@ -49,7 +49,11 @@ func CheckCustom(field string, m map[string]string) *apierr.Error {
 
 func checkCustomEntry(field, k, v string) *apierr.Error {
 	if !ValidCustomKey(k) {
-		return fieldError(field, "key %q: must be 1 to %d letters, digits, '_', '.' or '-'", k, MaxCustomKeyBytes)
+		shown := k
+		if len(shown) > MaxCustomKeyBytes { // the description quotes the key: not all of a huge one
+			shown = strings.ToValidUTF8(shown[:MaxCustomKeyBytes], "") + "…"
+		}
+		return fieldError(field, "key %q: must be 1 to %d letters, digits, '_', '.' or '-'", shown, MaxCustomKeyBytes)
 	}
 	if utf8.RuneCountInString(v) > MaxCustomValue || !validText(v, 4*MaxCustomValue) {
 		return fieldError(fmt.Sprintf("%s.%s", field, k), "must be at most %d characters of text", MaxCustomValue)

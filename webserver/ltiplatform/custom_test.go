@@ -134,7 +134,7 @@ func TestCheckCustom(t *testing.T) {
 		{"empty key", map[string]string{"": "x"}, `custom: key "": must be 1 to 128`},
 		{"space in a key", map[string]string{"resource id": "x"}, `custom: key "resource id"`},
 		{"non-ASCII key", map[string]string{"clé": "x"}, `custom: key "clé"`},
-		{"key too long", map[string]string{strings.Repeat("k", MaxCustomKeyBytes+1): "x"}, "custom: key"},
+		{"key too long", map[string]string{strings.Repeat("k", MaxCustomKeyBytes+1): "x"}, `custom: key "` + strings.Repeat("k", MaxCustomKeyBytes) + `…": must be`},
 		{"value too long", map[string]string{"id": strings.Repeat("é", MaxCustomValue+1)}, "custom.id: must be at most 1024 characters of text"},
 		{"control character", map[string]string{"id": "a\x00b"}, "custom.id: must be at most 1024 characters of text"},
 		{"invalid UTF-8", map[string]string{"id": "a\xffb"}, "custom.id: must be at most 1024 characters of text"},
