@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var learner = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
@@ -235,4 +236,37 @@ func BenchmarkMergeCustom(b *testing.B) {
 			b.Fatal("lost a parameter")
 		}
 	}
+}
+
+// FuzzMergeCustom: any key and value, in the tool's map and the launch's, gives the union
+// of the keys, the launch's value winning, each value either as written or the value of
+// the variable it names; CheckCustom accepts exactly what fits the limits.
+func FuzzMergeCustom(f *testing.F) {
+	f.Add("id", "$User.id", "id", "x")
+	f.Add("course", "$Context.id", "chapter", "$ResourceLink.title")
+	f.Add("", "$", "a b", "$$Person.name.full")
+	f.Add("k", "\xff", "k.2", strings.Repeat("é", 1025))
+	v := fullVariables()
+	f.Fuzz(func(t *testing.T, tk, tv, lk, lv string) {
+		tool, launch := map[string]string{tk: tv}, map[string]string{lk: lv}
+		got := MergeCustom(tool, launch, v)
+		want := map[string]string{tk: tv, lk: lv}
+		if len(got) != len(want) {
+			t.Fatalf("keys %v, want those of %v", got, want)
+		}
+		for k, written := range want {
+			s, ok := "", false
+			if len(written) > 1 && written[0] == '$' {
+				s, ok = v.Lookup(written[1:])
+			}
+			if (ok && got[k] != s) || (!ok && got[k] != written) {
+				t.Fatalf("%q = %q from %q", k, got[k], written)
+			}
+		}
+		e := CheckCustom("custom", launch)
+		fits := ValidCustomKey(lk) && utf8.RuneCountInString(lv) <= MaxCustomValue && validText(lv, 4*MaxCustomValue)
+		if fits != (e == nil) || (e != nil && (e.Status != 400 || len(e.Description) > 1024)) {
+			t.Fatalf("CheckCustom(%q: %q) = %v", lk, lv, e)
+		}
+	})
 }
