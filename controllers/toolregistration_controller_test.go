@@ -8,7 +8,9 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -231,7 +233,34 @@ var _ = Describe("ToolRegistration controller", func() {
 		Entry("unknown authConfig method", func(t *ltiv1.ToolRegistration) { t.Spec.AuthConfig.Method = "HS256" }, "spec.authConfig.method: Unsupported value"),
 		Entry("JWK_SET key that is no URL", func(t *ltiv1.ToolRegistration) { t.Spec.AuthConfig.Key = "not a url" }, "JWK_SET key must be"),
 		Entry("missing name", func(t *ltiv1.ToolRegistration) { t.Spec.Name = "" }, "spec.name"),
+		Entry("custom key with a space", func(t *ltiv1.ToolRegistration) {
+			t.Spec.Custom = map[string]string{"id": "ok", "resource id": "x"}
+		}, "custom keys must be 1 to 128 letters, digits"),
+		Entry("custom key of 129 characters", func(t *ltiv1.ToolRegistration) {
+			t.Spec.Custom = map[string]string{strings.Repeat("k", 129): "x"}
+		}, "custom keys must be 1 to 128 letters, digits"),
+		Entry("custom value of 1025 characters", func(t *ltiv1.ToolRegistration) {
+			t.Spec.Custom = map[string]string{"id": strings.Repeat("é", 1025)}
+		}, "custom values must be at most 1024 characters"),
+		Entry("65 custom parameters", func(t *ltiv1.ToolRegistration) {
+			t.Spec.Custom = map[string]string{}
+			for i := range 65 {
+				t.Spec.Custom[fmt.Sprintf("p%d", i)] = "v"
+			}
+		}, "spec.custom: Too many: 65: must have at most 64 items"),
 	)
+
+	It("stores custom parameters at the limits", func() {
+		tool := exampleTool(uniqueName("custom"))
+		tool.Spec.Custom = map[string]string{strings.Repeat("k", 128): strings.Repeat("é", 1024), "id": "$ResourceLink.id"}
+		for i := range 62 {
+			tool.Spec.Custom[fmt.Sprintf("p.%d-x_y", i)] = ""
+		}
+		Expect(k8s.Create(ctx, tool)).To(Succeed())
+		got := &ltiv1.ToolRegistration{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tool), got)).To(Succeed())
+		Expect(got.Spec.Custom).To(Equal(tool.Spec.Custom))
+	})
 
 	It("keeps the older of two tools with the same client id and marks the newer", func() {
 		clientID := uniqueName("shared")

@@ -75,6 +75,19 @@ type ToolRegistrationSpec struct {
 	// +kubebuilder:validation:MaxItems=5
 	Scopes []Scope `json:"scopes,omitempty"`
 
+	// Custom are custom parameters sent in every launch of the tool (the LTI custom claim),
+	// as an LMS administrator sets them per tool. The launch's own custom parameters win
+	// over these. A value that is exactly a substitution variable ("$User.id",
+	// "$Context.id", "$ResourceLink.id", "$Person.name.full"...) is replaced by the launch's
+	// value; unknown variables, and variables the launch has no value for, are sent as
+	// written. Keys are 1 to 128 letters, digits, '_', '.' or '-'; values at most 1024
+	// characters.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9_.-]{1,128}$'))",message="custom keys must be 1 to 128 letters, digits, '_', '.' or '-'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="custom values must be at most 1024 characters"
+	Custom map[string]string `json:"custom,omitempty"`
+
 	// Active says whether the tool may be launched and may obtain access tokens.
 	// +optional
 	// +kubebuilder:default=true

@@ -254,6 +254,13 @@ func (in *ToolRegistrationSpec) DeepCopyInto(out *ToolRegistrationSpec) {
 		*out = make([]Scope, len(*in))
 		copy(*out, *in)
 	}
+	if in.Custom != nil {
+		in, out := &in.Custom, &out.Custom
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Active != nil {
 		in, out := &in.Active, &out.Active
 		*out = new(bool)

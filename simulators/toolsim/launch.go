@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
@@ -23,6 +24,7 @@ const (
 	ClaimTargetLinkURI = "https://purl.imsglobal.org/spec/lti/claim/target_link_uri"
 	ClaimResourceLink  = "https://purl.imsglobal.org/spec/lti/claim/resource_link"
 	ClaimRoles         = "https://purl.imsglobal.org/spec/lti/claim/roles"
+	ClaimCustom        = "https://purl.imsglobal.org/spec/lti/claim/custom"
 	ClaimDLSettings    = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 	ClaimDLContent     = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
 	ClaimDLData        = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
@@ -217,6 +219,12 @@ func (t *Tool) validate(ctx context.Context, l *Launch) *launchError {
 		rl, _ := claims[ClaimResourceLink].(map[string]any)
 		if id, _ := rl["id"].(string); id == "" {
 			return refuse(http.StatusBadRequest, "resource_link.id is missing")
+		}
+		custom, _ := claims[ClaimCustom].(map[string]any)
+		for _, k := range cfg.RequiredCustom {
+			if v, _ := custom[k].(string); v == "" || strings.HasPrefix(v, "$") {
+				return refuse(http.StatusBadRequest, "custom parameter %q is missing or unresolved (%v)", k, custom[k])
+			}
 		}
 	case DeepLinkingRequest:
 		s, ok := claims[ClaimDLSettings].(map[string]any)

@@ -42,6 +42,10 @@ type Config struct {
 	// HTTPClient fetches the platform JWKS and posts token requests; nil means a client
 	// with a 10 s timeout.
 	HTTPClient *http.Client
+	// RequiredCustom are custom parameters a resource-link launch must carry with a
+	// non-empty value that is not a substitution variable left as written, as Moodle's
+	// "Publish as LTI tool" requires id=<published resource uuid>.
+	RequiredCustom []string
 }
 
 // Paths served by Handler.

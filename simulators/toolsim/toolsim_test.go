@@ -744,3 +744,37 @@ func TestConcurrentLaunchesAndSetConfig(t *testing.T) {
 		t.Errorf("%d launches", n)
 	}
 }
+
+// A tool that needs a custom parameter (Moodle's published tools need id) refuses launches
+// without it, or with the variable the platform did not expand.
+func TestRequiredCustomParameters(t *testing.T) {
+	r := newRig(t)
+	cfg := r.tool.Config()
+	cfg.RequiredCustom = []string{"id"}
+	r.tool.SetConfig(cfg)
+	for _, tc := range []struct {
+		name   string
+		custom any
+		ok     bool
+	}{
+		{"no custom claim", nil, false},
+		{"no id", map[string]any{"other": "1"}, false},
+		{"empty id", map[string]any{"id": ""}, false},
+		{"variable left as written", map[string]any{"id": "$ResourceLink.id"}, false},
+		{"id present", map[string]any{"id": "6f1c2b9e"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r.p.setCustomize(func(c, _ map[string]any) {
+				if tc.custom != nil {
+					c[toolsim.ClaimCustom] = tc.custom
+				}
+			})
+			defer r.p.setCustomize(nil)
+			res := r.launch(t, "user-1", toolsim.ResourceLinkRequest)
+			l, _ := r.tool.LastLaunch()
+			if tc.ok != (res.Status == http.StatusOK) || l.OK != tc.ok || (!tc.ok && !strings.Contains(l.Err, `custom parameter "id"`)) {
+				t.Errorf("HTTP %d, recorded %+v", res.Status, l)
+			}
+		})
+	}
+}

@@ -124,6 +124,11 @@ var _ = Describe("Platform mode", func() {
 // registerTool registers the toolsim tool served at base as ToolRegistration ns/name, waits
 // until the controller made it Ready, and gives the tool the client and deployment ids.
 func registerTool(ctx context.Context, ns, name string, tool *toolsim.Tool, base string) *ltiv1.ToolRegistration {
+	return registerToolWith(ctx, ns, name, tool, base, nil)
+}
+
+// registerToolWith is registerTool with the spec changed by mutate before it is created.
+func registerToolWith(ctx context.Context, ns, name string, tool *toolsim.Tool, base string, mutate func(*ltiv1.ToolRegistrationSpec)) *ltiv1.ToolRegistration {
 	reg := &ltiv1.ToolRegistration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: ltiv1.ToolRegistrationSpec{
@@ -133,6 +138,9 @@ func registerTool(ctx context.Context, ns, name string, tool *toolsim.Tool, base
 			AuthConfig:      ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: tool.PublicJWK()},
 			Scopes:          []ltiv1.Scope{ltiv1.ScopeNRPSMembership},
 		},
+	}
+	if mutate != nil {
+		mutate(&reg.Spec)
 	}
 	ExpectWithOffset(1, k8s.Create(ctx, reg)).To(Succeed())
 	EventuallyWithOffset(1, func(g Gomega) {

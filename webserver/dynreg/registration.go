@@ -184,3 +184,22 @@ func CanvasDeveloperKey(tc ToolConfig) map[string]any {
 		"custom_fields": tc.customParameters(),
 	}
 }
+
+// SetPlacements replaces the placements of reg's messages (as BuildRegistration made them)
+// whose type is in placements: the pre-approval API's choice. An empty list asks for none.
+func SetPlacements(reg map[string]any, placements map[string][]string) {
+	conf, _ := reg[KeyToolConfiguration].(map[string]any)
+	msgs, _ := conf["messages"].([]any)
+	for _, m := range msgs {
+		msg, _ := m.(map[string]any)
+		t, _ := msg["type"].(string)
+		p, ok := placements[t]
+		switch {
+		case !ok:
+		case len(p) == 0:
+			delete(msg, "placements")
+		default:
+			msg["placements"] = slices.Clone(p)
+		}
+	}
+}

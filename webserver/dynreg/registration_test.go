@@ -179,6 +179,35 @@ func TestBuildRegistrationT_DR_04Messages(t *testing.T) {
 	}
 }
 
+// SetPlacements replaces what BuildRegistration asked for, per message type, and nothing else.
+func TestSetPlacements(t *testing.T) {
+	pc := &PlatformConfig{MessagesSupported: []MessageSupport{{Type: MessageDeepLinking, Placements: []string{"ContentArea", "RichTextEditor"}}}}
+	placements := func(reg map[string]any) map[string]any {
+		out := map[string]any{}
+		for _, m := range reg[KeyToolConfiguration].(map[string]any)["messages"].([]any) {
+			msg := m.(map[string]any)
+			out[msg["type"].(string)] = msg["placements"]
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		given map[string][]string
+		want  map[string]any
+	}{
+		{"nothing given", nil, map[string]any{MessageResourceLink: nil, MessageDeepLinking: []string{"ContentArea", "RichTextEditor"}}},
+		{"replaced", map[string][]string{MessageDeepLinking: {"RichTextEditor"}}, map[string]any{MessageResourceLink: nil, MessageDeepLinking: []string{"RichTextEditor"}}},
+		{"added", map[string][]string{MessageResourceLink: {"course_navigation"}}, map[string]any{MessageResourceLink: []string{"course_navigation"}, MessageDeepLinking: []string{"ContentArea", "RichTextEditor"}}},
+		{"removed", map[string][]string{MessageDeepLinking: {}}, map[string]any{MessageResourceLink: nil, MessageDeepLinking: nil}},
+	} {
+		reg := BuildRegistration(testTool, pc, nil, "")
+		SetPlacements(reg, tc.given)
+		if got := placements(reg); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestBuildRegistrationT_DR_04CanvasFixturePlacements(t *testing.T) {
 	p := newPlatform(t, true)
 	p.set(func(p *platform) { p.config = canvasConfig(t) })

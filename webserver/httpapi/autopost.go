@@ -20,15 +20,34 @@ type AutoPost struct{ tmpl *template.Template }
 // '-' and '_'), for a form whose id is documented: integrators whose
 // Content-Security-Policy blocks the inline script submit it by that id.
 func NewAutoPost(id string) *AutoPost {
+	return &AutoPost{tmpl: template.Must(template.New(id).Parse(autoPostSource(id)))}
+}
+
+// autoPostSource is the template of an auto-submitting form with element id id.
+func autoPostSource(id string) string {
 	if id == "" || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
 		panic("httpapi: auto-post form id " + strconv.Quote(id) + " is not a plain name")
 	}
-	return &AutoPost{tmpl: template.Must(template.New(id).Parse(
-		`<form id="` + id + `" action="{{.Action}}" method="post">` +
-			`{{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}` +
-			`<noscript><button type="submit">Continue</button></noscript>` +
-			`</form>` +
-			`<script{{if .Nonce}} nonce="{{.Nonce}}"{{end}}>document.getElementById('` + id + `').submit()</script>`))}
+	return `<form id="` + id + `" action="{{.Action}}" method="post">` +
+		`{{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}` +
+		`<noscript><button type="submit">Continue</button></noscript>` +
+		`</form>` +
+		`<script{{if .Nonce}} nonce="{{.Nonce}}"{{end}}>document.getElementById('` + id + `').submit()</script>`
+}
+
+// NewAutoPostWithAlias is NewAutoPost whose fragment also carries a hidden copy of the
+// form under the element id alias, after the script: scripts written for another service
+// that submit the form by that service's id keep working. Only the first form is
+// submitted by the inline script.
+func NewAutoPostWithAlias(id, alias string) *AutoPost {
+	src := autoPostSource(id)
+	_ = autoPostSource(alias) // panics unless alias is a plain name too
+	if alias == id {
+		panic("httpapi: auto-post form alias " + strconv.Quote(alias) + " is its id")
+	}
+	src += `<form id="` + alias + `" action="{{.Action}}" method="post" hidden>` +
+		`{{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}</form>`
+	return &AutoPost{tmpl: template.Must(template.New(id).Parse(src))}
 }
 
 // defaultAutoPost makes the forms of AutoPostForm and WriteAutoPostPage.

@@ -27,6 +27,13 @@ func TestAutoPostFormExact(t *testing.T) {
 		},
 			`<form id="ltiop-deep-linking-response" action="https://tool.example/launch?a=1&amp;b=2" method="post">` + tail +
 				`<script>document.getElementById('ltiop-deep-linking-response').submit()</script>`},
+		{"NewAutoPostWithAlias", func() (string, error) {
+			return NewAutoPostWithAlias("ltiop-deep-linking-response", "ltiaas_dl").Form("https://tool.example/launch?a=1&b=2", fields)
+		},
+			`<form id="ltiop-deep-linking-response" action="https://tool.example/launch?a=1&amp;b=2" method="post">` + tail +
+				`<script>document.getElementById('ltiop-deep-linking-response').submit()</script>` +
+				`<form id="ltiaas_dl" action="https://tool.example/launch?a=1&amp;b=2" method="post" hidden>` +
+				`<input type="hidden" name="id_token" value="a.b&#34;&lt;c&gt;&amp;"><input type="hidden" name="state" value="st-1"></form>`},
 	} {
 		got, err := tc.form()
 		if err != nil || got != tc.want {
@@ -70,6 +77,19 @@ func TestNewAutoPostRefusesAnIDThatNeedsEscaping(t *testing.T) {
 				}
 			}()
 			NewAutoPost(id)
+		}()
+	}
+}
+
+func TestNewAutoPostWithAliasRefusesABadAlias(t *testing.T) {
+	for _, alias := range []string{"", "a b", `x"y`, "x')+alert(1)+('", "ltiop-form"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewAutoPostWithAlias(ltiop-form, %q) did not panic", alias)
+				}
+			}()
+			NewAutoPostWithAlias("ltiop-form", alias)
 		}()
 	}
 }

@@ -41,6 +41,9 @@ type User struct {
 	Email      string   `json:"email,omitempty"`
 	Picture    string   `json:"picture,omitempty"`
 	Locale     string   `json:"locale,omitempty"`
+	// Username is only for the $User.username substitution variable: LTI 1.3 has no claim
+	// for it.
+	Username string `json:"username,omitempty"`
 }
 
 // Context is the course or group the launch comes from.
@@ -115,6 +118,9 @@ type MintParams struct {
 	DeepLinkReturnURL string
 	// AllowHTTP accepts http URLs in the launch data (dev mode).
 	AllowHTTP bool
+	// ToolCustom are the tool's own custom parameters (ToolRegistration spec.custom),
+	// merged under the launch's.
+	ToolCustom map[string]string
 }
 
 // Scopes of the service claims (NRPS, AGS).
@@ -208,7 +214,10 @@ func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *apierr.Error) {
 	c := idTokenClaims{
 		Iss: p.Issuer, Aud: l.ClientID, Azp: l.ClientID, Iat: p.Now.Unix(), Exp: p.Now.Add(p.Lifetime).Unix(),
 		Nonce: l.Nonce, DeploymentID: l.DeploymentID, MessageType: l.MessageType, Version: "1.3.0",
-		TargetLinkURI: l.TargetLinkURI, Custom: d.Custom,
+		TargetLinkURI: l.TargetLinkURI,
+	}
+	if e := CheckCustom("custom", d.Custom); e != nil {
+		return nil, e
 	}
 	if e := p.user(&c, d.User, l.User); e != nil {
 		return nil, e
@@ -246,6 +255,7 @@ func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *apierr.Error) {
 	if e := p.services(&c, d.Services); e != nil {
 		return nil, e
 	}
+	c.Custom = MergeCustom(p.ToolCustom, d.Custom, &Variables{UserID: c.Sub, User: d.User, Context: c.Context, ResourceLink: c.ResourceLink})
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return nil, &apierr.Error{Status: 500, Code: "INTERNAL_SERVER_ERROR", Description: "The id_token could not be encoded."}
@@ -279,7 +289,7 @@ func (p *MintParams) user(c *idTokenClaims, u *User, hintUser string) *apierr.Er
 	}{
 		{"user.name", u.Name, &c.Name}, {"user.givenName", u.GivenName, &c.GivenName},
 		{"user.familyName", u.FamilyName, &c.FamilyName}, {"user.middleName", u.MiddleName, &c.MiddleName},
-		{"user.locale", u.Locale, &c.Locale},
+		{"user.locale", u.Locale, &c.Locale}, {"user.username", u.Username, new(string)},
 	} {
 		if !validText(f.value, 1024) {
 			return fieldError(f.name, "must be at most 1024 characters of text")

@@ -11,24 +11,44 @@ import (
 )
 
 // PendingRegistration is what the integrator sees of a registration awaiting approval.
+// familyCode, version, supportedScopes and supportedMessages are the LTIAAS names and
+// shapes (its Node SDK validates them: always present); productFamilyCode,
+// scopesSupported and messagesSupported are ltiop's earlier names, kept.
 type PendingRegistration struct {
-	ID                     string   `json:"id"`
-	Issuer                 string   `json:"url"`
-	ProductFamilyCode      string   `json:"productFamilyCode,omitempty"`
-	Version                string   `json:"version,omitempty"`
-	AuthenticationEndpoint string   `json:"authenticationEndpoint"`
-	AccesstokenEndpoint    string   `json:"accesstokenEndpoint"`
-	JWKSURL                string   `json:"jwksUrl"`
-	RegistrationEndpoint   string   `json:"registrationEndpoint"`
-	ScopesSupported        []string `json:"scopesSupported,omitempty"`
-	MessagesSupported      []string `json:"messagesSupported,omitempty"`
+	ID                     string             `json:"id"`
+	Issuer                 string             `json:"url"`
+	FamilyCode             string             `json:"familyCode"`
+	ProductFamilyCode      string             `json:"productFamilyCode,omitempty"`
+	Version                string             `json:"version"`
+	AuthenticationEndpoint string             `json:"authenticationEndpoint"`
+	AccesstokenEndpoint    string             `json:"accesstokenEndpoint"`
+	JWKSURL                string             `json:"jwksUrl"`
+	RegistrationEndpoint   string             `json:"registrationEndpoint"`
+	SupportedScopes        []string           `json:"supportedScopes"`
+	SupportedMessages      []SupportedMessage `json:"supportedMessages"`
+	ScopesSupported        []string           `json:"scopesSupported,omitempty"`
+	MessagesSupported      []string           `json:"messagesSupported,omitempty"`
+}
+
+// pendingView is the PendingRegistration of the platform pc.
+func pendingView(id string, pc *dynreg.PlatformConfig) PendingRegistration {
+	out := PendingRegistration{
+		ID: id, Issuer: pc.Issuer, FamilyCode: pc.ProductFamilyCode, ProductFamilyCode: pc.ProductFamilyCode,
+		Version: pc.Version, AuthenticationEndpoint: pc.AuthorizationEndpoint, AccesstokenEndpoint: pc.TokenEndpoint,
+		JWKSURL: pc.JWKSURI, RegistrationEndpoint: pc.RegistrationEndpoint, ScopesSupported: pc.ScopesSupported,
+		SupportedScopes: append([]string{}, pc.ScopesSupported...), SupportedMessages: supportedMessages(pc),
+	}
+	for _, m := range pc.MessagesSupported {
+		out.MessagesSupported = append(out.MessagesSupported, m.Type)
+	}
+	return out
 }
 
 // CompleteRequest is the body of POST /api/registrations/{id}/complete.
 type CompleteRequest struct {
-	PlatformName string   `json:"platformName,omitempty"`
-	AutoActivate *bool    `json:"autoActivate,omitempty"`
-	Messages     []string `json:"messages,omitempty"`
+	PlatformName string          `json:"platformName,omitempty"`
+	AutoActivate *bool           `json:"autoActivate,omitempty"`
+	Messages     []MessageChoice `json:"messages,omitempty"`
 }
 
 func (o *Onboarding) openPending(r *http.Request) (*pending, *dynreg.PlatformConfig, string, *httpapi.Error) {
@@ -58,18 +78,15 @@ func (o *Onboarding) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if raw := r.URL.Query().Get("raw"); raw == "true" || raw == "1" {
-		httpapi.WriteRawJSON(w, http.StatusOK, p.Config)
+		b, err := rawRegistration(p)
+		if err != nil {
+			httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The platform's configuration could not be encoded."))
+			return
+		}
+		httpapi.WriteRawJSON(w, http.StatusOK, b)
 		return
 	}
-	out := PendingRegistration{
-		ID: r.PathValue("id"), Issuer: pc.Issuer, ProductFamilyCode: pc.ProductFamilyCode, Version: pc.Version,
-		AuthenticationEndpoint: pc.AuthorizationEndpoint, AccesstokenEndpoint: pc.TokenEndpoint,
-		JWKSURL: pc.JWKSURI, RegistrationEndpoint: pc.RegistrationEndpoint, ScopesSupported: pc.ScopesSupported,
-	}
-	for _, m := range pc.MessagesSupported {
-		out.MessagesSupported = append(out.MessagesSupported, m.Type)
-	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, pendingView(r.PathValue("id"), pc))
 }
 
 // Complete serves POST /api/registrations/{id}/complete: register now, and answer the
@@ -85,9 +102,9 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, m := range body.Messages {
-		if m != "LtiResourceLinkRequest" && m != "LtiDeepLinkingRequest" {
+		if msg := m.check(); msg != "" {
 			httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters,
-				"messages["+strconv.Itoa(i)+"]: must be LtiResourceLinkRequest or LtiDeepLinkingRequest."))
+				"messages["+strconv.Itoa(i)+"]"+msg))
 			return
 		}
 	}

@@ -184,9 +184,12 @@ func (o *Onboarding) register(w http.ResponseWriter, r *http.Request) {
 // complete posts the tool registration and creates or updates the PlatformRegistration.
 // The platform is told the registration's own key-set URL, so the registration's name is
 // picked before the platform answers with the client_id.
-func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, token, name string, active bool, messages []string) (string, *httpapi.Error) {
+func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, token, name string, active bool, messages []MessageChoice) (string, *httpapi.Error) {
 	keySetID := admin.NewRegistrationName(pc.Issuer)
-	registered, err := dynreg.Register(ctx, o.http, pc, token, dynreg.BuildRegistration(o.opts.Tool, pc, messages, keySetID))
+	types, placements := messageTypes(messages)
+	reg := dynreg.BuildRegistration(o.opts.Tool, pc, types, keySetID)
+	dynreg.SetPlacements(reg, placements)
+	registered, err := dynreg.Register(ctx, o.http, pc, token, reg)
 	if err != nil {
 		return "", registrationError(ctx, err)
 	}

@@ -278,6 +278,9 @@ func TestLaunchDataErrorsNameTheField(t *testing.T) {
 		{"deepLinking", func(d *ltiplatform.LaunchData) {
 			d.DeepLinking = &ltiplatform.DeepLinking{AcceptTypes: []string{"link"}, AcceptPresentationDocumentTargets: []string{"iframe"}}
 		}},
+		{"custom", func(d *ltiplatform.LaunchData) { d.Custom = map[string]string{"resource id": "1"} }},
+		{"custom.chapter", func(d *ltiplatform.LaunchData) { d.Custom["chapter"] = strings.Repeat("x", 1025) }},
+		{"user.username", func(d *ltiplatform.LaunchData) { d.User.Username = "a\x00b" }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			h := h.on(t)
@@ -336,5 +339,42 @@ func TestJWKSPublishesThePlatformKey(t *testing.T) {
 	k, _ := set.Key(0)
 	if kid, _ := k.KeyID(); kid != h.signer.CurrentKID() {
 		t.Fatalf("kid %s", kid)
+	}
+}
+
+// A tool's spec.custom reaches the tool in the custom claim, under the launch's own
+// parameters, with the launch's values in place of the substitution variables (issue #16
+// §6: Moodle's "Publish as LTI tool" refuses a launch without custom id=<resource uuid>).
+func TestToolCustomParametersReachTheTool(t *testing.T) {
+	h := newHarness(t, func(r *ltiv1.ToolRegistration) {
+		r.Spec.Custom = map[string]string{"id": "6f1c2b9e-published-resource", "chapter": "1", "user": "$User.id",
+			"course": "$Context.id", "link": "$ResourceLink.id", "who": "$Person.name.full", "sis": "$CourseSection.sourcedId"}
+	})
+	payload := h.launchToPayload(platformmode.CreateLaunchRequest{User: "user-42", ResourceLink: &ltiplatform.ResourceLink{ID: "rl-7"}})
+	d := launchData(payload) // custom {"chapter": "3"}
+	d.Custom["login"] = "$User.username"
+	d.User.Username = "ada"
+
+	// Bad launch data changes nothing: the payload can still be answered.
+	bad := launchData(payload)
+	bad.Custom = map[string]string{"": "x"}
+	if status, code, _ := h.apiError("/api/launches/idtoken", bad); status != 400 || code != "INVALID_PARAMETERS" {
+		t.Fatalf("empty custom key: %d %s", status, code)
+	}
+
+	_, l := h.answerAndPost(d)
+	if !l.OK {
+		t.Fatalf("the tool refused the launch: %s", l.Err)
+	}
+	got, _ := l.Claims[claim+"custom"].(map[string]any)
+	want := map[string]any{"id": "6f1c2b9e-published-resource", "chapter": "3", "user": "user-42", "course": "course-1",
+		"link": "rl-7", "who": "Ada Lovelace", "sis": "$CourseSection.sourcedId", "login": "ada"}
+	if len(got) != len(want) {
+		t.Fatalf("custom claim %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("custom[%s] = %v, want %v", k, got[k], v)
+		}
 	}
 }

@@ -210,7 +210,7 @@ func (p *Platform) answer(ctx context.Context, d *ltiplatform.LaunchData) (*IDTo
 	}
 	mp := ltiplatform.MintParams{
 		Issuer: p.opts.Issuer, Now: now, Lifetime: IDTokenTTL, Launch: *l, AllowedScopes: t.Scopes(),
-		AllowHTTP: p.opts.DevMode || t.Spec.DevMode,
+		AllowHTTP: p.opts.DevMode || t.Spec.DevMode, ToolCustom: t.Spec.Custom,
 	}
 	if l.MessageType == ltiplatform.MessageDeepLinking && d.DeepLinking != nil {
 		ret := deepLinkReturn{

@@ -28,8 +28,9 @@ func (t *Tool) DeepLinkingForm(w http.ResponseWriter, r *http.Request) {
 
 // deepLinkingForms make the form DeepLinkingForm returns. Its id is documented
 // (openapi.json): integrators whose Content-Security-Policy blocks the form's inline script
-// submit it by this id.
-var deepLinkingForms = httpapi.NewAutoPost("ltiop-deep-linking-response")
+// submit it by this id. A hidden copy carries LTIAAS's id, ltiaas_dl, which the LTIAAS
+// deep-linking guide submits by: integrators' scripts written for LTIAAS keep working.
+var deepLinkingForms = httpapi.NewAutoPostWithAlias("ltiop-deep-linking-response", "ltiaas_dl")
 
 // deepLinkingForm is the HTML fragment that returns a deep-linking response: a form that
 // POSTs the single field JWT (T-DL-01) to the platform's return URL, query kept (T-DL-11),

@@ -53,13 +53,22 @@ func TestDeepLinkingFormT_DL_01_OneFieldNamedJWT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := regexp.MustCompile(`<input\b[^>]*>`).FindAllString(form, -1)
-	if len(inputs) != 1 {
-		t.Fatalf("want exactly one input, got %d in %s", len(inputs), form)
+	// Two forms, each with the single field JWT: ltiop's, which the script submits, and a
+	// hidden copy under LTIAAS's id (issue #16 §5) for scripts that submit ltiaas_dl.
+	forms := regexp.MustCompile(`(?s)<form id="([^"]+)" action="([^"]+)" method="post"( hidden)?>(.*?)</form>`).FindAllStringSubmatch(form, -1)
+	if len(forms) != 2 || forms[0][1] != "ltiop-deep-linking-response" || forms[1][1] != "ltiaas_dl" ||
+		forms[0][3] != "" || forms[1][3] != " hidden" || forms[0][2] != forms[1][2] || strings.Count(form, "<form") != 2 {
+		t.Fatalf("want the form and its hidden ltiaas_dl copy, got %s", form)
 	}
-	if !strings.Contains(inputs[0], `name="JWT"`) || !strings.Contains(inputs[0], `value="`+tok+`"`) ||
-		!strings.Contains(inputs[0], `type="hidden"`) {
-		t.Errorf("input %s: want a hidden field JWT holding the token", inputs[0])
+	for _, f := range forms {
+		inputs := regexp.MustCompile(`<input\b[^>]*>`).FindAllString(f[4], -1)
+		if len(inputs) != 1 {
+			t.Fatalf("form %s: want exactly one input, got %d in %s", f[1], len(inputs), f[4])
+		}
+		if !strings.Contains(inputs[0], `name="JWT"`) || !strings.Contains(inputs[0], `value="`+tok+`"`) ||
+			!strings.Contains(inputs[0], `type="hidden"`) {
+			t.Errorf("input %s: want a hidden field JWT holding the token", inputs[0])
+		}
 	}
 	for _, want := range []string{
 		`<form id="ltiop-deep-linking-response" `, `method="post"`,
@@ -70,8 +79,8 @@ func TestDeepLinkingFormT_DL_01_OneFieldNamedJWT(t *testing.T) {
 			t.Errorf("form lacks %s:\n%s", want, form)
 		}
 	}
-	if n := strings.Count(form, "<form"); n != 1 {
-		t.Errorf("%d forms", n)
+	if strings.Count(form, "<script") != 1 || strings.Count(form, "<noscript>") != 1 {
+		t.Errorf("only ltiop's form is submitted by the script and offers a button: %s", form)
 	}
 }
 
