@@ -14,6 +14,9 @@ type IDToken struct {
 	Platform   IDTokenPlatform `json:"platform"`
 	Launch     *IDTokenLaunch  `json:"launch,omitempty"`
 	Services   IDTokenServices `json:"services"`
+	// AssetProcessor and ForUser: Asset Processor and EULA launches (idtoken_assetprocessor.go).
+	AssetProcessor *IDTokenAssetProcessor `json:"assetProcessor,omitempty"`
+	ForUser        *IDTokenForUser        `json:"forUser,omitempty"`
 }
 
 // IDTokenUser is idtoken.user. Roles are normalised (NormaliseRoles): never nil,
@@ -183,6 +186,8 @@ func SimplifiedIDToken(c *Claims, p PlatformInfo) *IDToken {
 	if a := c.AGS; a != nil && (a.LineItems != "" || a.LineItem != "") {
 		s.AssignmentAndGrades = IDTokenAGS{Available: true, Scopes: nonNil(a.Scope), LineItemID: a.LineItem}
 	}
+	t.AssetProcessor = assetProcessorToken(&c.AssetProcessor)
+	t.ForUser = forUserToken(c.ForUser)
 	return t
 }
 

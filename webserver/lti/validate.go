@@ -342,7 +342,8 @@ func check(c *Claims, p *Policy) *apierr.Error {
 		return c.errorFor(badMessageType)
 	case c.MessageType == "":
 		return newError(400, CodeInvalidMessageType, "T-TOK-18", "The message_type claim is missing.")
-	case c.MessageType != MessageResourceLink && c.MessageType != MessageDeepLinking:
+	case c.MessageType != MessageResourceLink && c.MessageType != MessageDeepLinking &&
+		!IsAssetProcessorMessage(c.MessageType):
 		return newError(400, CodeInvalidMessageType, "T-TOK-18",
 			"The message type "+strconv.Quote(truncate(c.MessageType, 64))+" is not supported.")
 	}
@@ -360,7 +361,11 @@ func check(c *Claims, p *Policy) *apierr.Error {
 		return newError(400, CodeDeploymentMismatch, "T-TOK-20", "The deployment_id differs from the login's lti_deployment_id.")
 	}
 	// T-TOK-21: what the message type requires.
-	if c.MessageType == MessageResourceLink {
+	if IsAssetProcessorMessage(c.MessageType) {
+		if e := checkAssetProcessorMessage(c); e != nil {
+			return e
+		}
+	} else if c.MessageType == MessageResourceLink {
 		if e := checkResourceLink(c); e != nil {
 			return e
 		}
