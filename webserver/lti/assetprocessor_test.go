@@ -185,4 +185,3 @@ func TestAssetProcessorSimplifiedToken(t *testing.T) {
 		t.Fatalf("resource link launch shows assetProcessor: %s", b)
 	}
 }
-
