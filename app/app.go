@@ -263,6 +263,8 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration,
+		MessageLaunchURLs:  cfg.MessageLaunchURLs, MaxAssetBytes: cfg.AssetProcessor.MaxAssetBytesOrDefault(),
+		AssetClient: advantage.NewClient(out.assets), AssetTimeout: cfg.AssetProcessor.DownloadTimeoutOrDefault(),
 	}, reg, registry.NewPeerKeys(out.keySets), keyring, replays, apiKey, advantage.NewClient(out.advantage))
 	if err != nil {
 		return nil, err

@@ -241,6 +241,9 @@ func (t *Tool) destination(c *lti.Claims) (string, *httpapi.Error) {
 	if c.MessageType == lti.MessageDeepLinking && t.opts.DeepLinkingURL != "" {
 		base = t.opts.DeepLinkingURL
 	}
+	if u := t.opts.MessageLaunchURLs[c.MessageType]; u != "" {
+		base = u
+	}
 	if base == "" {
 		return "", httpapi.Errorf(http.StatusServiceUnavailable, CodeLaunchNotConfigured,
 			"The tool has no Launch URL configured (setting launchUrl).")
