@@ -55,6 +55,8 @@ var _ = BeforeSuite(func() {
 	cfg.MaxBodyBytes = 64 << 10
 	cfg.KeyWait.Duration = 15 * time.Second
 	cfg.LaunchURL, cfg.DeepLinkingURL = launchURL, deepLinkingURL
+	cfg.MessageLaunchURLs = map[string]string{"LtiEulaRequest": eulaLaunchURL}
+	cfg.AssetProcessor.MaxAssetBytes = maxAssetBytes
 	// The simulated LMSs and tools listen on loopback: the outbound guard must let ltiop
 	// reach them (in production it refuses loopback).
 	cfg.OutboundAllowLoopback = true
