@@ -254,6 +254,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		Tool: dynreg.ToolConfig{
 			PublicURL: cfg.PublicURL, Name: cfg.ToolName, Description: cfg.ToolDescription, LogoURL: cfg.ToolLogoURL,
 			DeepLinking: cfg.DeepLinkingURL != "", CanvasPrivacyLevel: cfg.CanvasPrivacyLevel,
+			AssetProcessor: cfg.AssetProcessor.Enabled,
 		},
 		Namespace: cfg.Namespace, AutoActivate: cfg.RegistrationAutoActivate, PreApprovalURL: cfg.PreApprovalURL,
 		Outbound:   out.dynReg,

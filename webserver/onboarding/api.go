@@ -85,9 +85,9 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, m := range body.Messages {
-		if m != "LtiResourceLinkRequest" && m != "LtiDeepLinkingRequest" {
+		if m != "LtiResourceLinkRequest" && m != "LtiDeepLinkingRequest" && !isAssetProcessorMessage(m) {
 			httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters,
-				"messages["+strconv.Itoa(i)+"]: must be LtiResourceLinkRequest or LtiDeepLinkingRequest."))
+				"messages["+strconv.Itoa(i)+"]: must be LtiResourceLinkRequest, LtiDeepLinkingRequest, LtiAssetProcessorSettingsRequest, LtiReportReviewRequest or LtiEulaRequest."))
 			return
 		}
 	}
@@ -130,4 +130,10 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 // developer key ("Paste JSON").
 func (o *Onboarding) CanvasConfiguration(w http.ResponseWriter, _ *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, dynreg.CanvasDeveloperKey(o.opts.Tool))
+}
+
+// isAssetProcessorMessage: the Asset Processor and EULA message types a pre-approval may
+// keep (offered only when assetProcessor.enabled).
+func isAssetProcessorMessage(m string) bool {
+	return m == dynreg.MessageAssetProcessorSettings || m == dynreg.MessageReportReview || m == dynreg.MessageEula
 }
