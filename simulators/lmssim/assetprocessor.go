@@ -61,6 +61,9 @@ type Asset struct {
 	Content                   []byte
 	// Chunked serves the asset without Content-Length (the tool learns its size by reading).
 	Chunked bool
+	// RedirectTo answers with a redirect there instead, as Canvas sends tools to its file
+	// store.
+	RedirectTo string
 }
 
 // apState is the Asset Processor state, guarded by LMS.mu.
@@ -208,6 +211,10 @@ func (l *LMS) serveAsset(w http.ResponseWriter, r *http.Request) {
 	l.mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
+		return
+	}
+	if a.RedirectTo != "" {
+		http.Redirect(w, r, a.RedirectTo, http.StatusFound)
 		return
 	}
 	w.Header().Set("Content-Type", a.ContentType)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -103,7 +105,7 @@ var _ = Describe("Asset Processor and EULA", func() {
 			Expect(key).NotTo(BeEmpty())
 		})
 
-		It("streams an asset with its content type, with an ltik or a service key", func() {
+		It("T-AP-05 streams an asset with its content type, with an ltik or a service key", func() {
 			for _, auth := range []map[string]string{ltikAuth(ltik), serviceAuth(key)} {
 				res := call("GET", "/api/assets/"+lmssim.DemoAssetID, nil, auth)
 				Expect(res.Status).To(Equal(200), string(res.Raw))
@@ -114,7 +116,7 @@ var _ = Describe("Asset Processor and EULA", func() {
 			Expect(lms.AssetDownloads()).To(Equal(2))
 		})
 
-		It("refuses an asset the launch does not name, and an asset URL on another host", func() {
+		It("T-AP-05 refuses an asset the launch does not name, and an asset URL on another host", func() {
 			before := lms.AssetDownloads()
 			res := call("GET", "/api/assets/asset-of-someone-else", nil, ltikAuth(ltik))
 			Expect(res.Status).To(Equal(404))
@@ -135,7 +137,25 @@ var _ = Describe("Asset Processor and EULA", func() {
 			Expect(lms.AssetDownloads()).To(Equal(before + 1))
 		})
 
-		It("refuses an asset larger than the limit before streaming when its size is announced, and cuts the stream otherwise", func() {
+		It("T-AP-05 follows a redirect to another host (a file store) without the access token", func() {
+			var gotAuth atomic.Value
+			store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				gotAuth.Store(r.Header.Get("Authorization"))
+				w.Header().Set("Content-Type", "application/pdf")
+				_, _ = w.Write([]byte("%PDF-1.7 stored"))
+			}))
+			DeferCleanup(store.Close)
+			lms.AddAsset(lmssim.Asset{ID: "stored", Filename: "essay.pdf", RedirectTo: store.URL + "/files/1?sig=abc"})
+			ltik := apLaunch(lms, "LtiReportReviewRequest").Ltik
+
+			res := call("GET", "/api/assets/stored", nil, ltikAuth(ltik))
+			Expect(res.Status).To(Equal(200), string(res.Raw))
+			Expect(string(res.Raw)).To(Equal("%PDF-1.7 stored"))
+			Expect(res.Header.Get("Content-Type")).To(Equal("application/pdf"))
+			Expect(gotAuth.Load()).To(Equal(""), "the platform's access token never leaves its host")
+		})
+
+		It("T-AP-06 refuses an asset larger than the limit before streaming when its size is announced, and cuts the stream otherwise", func() {
 			big := bytes.Repeat([]byte("x"), maxAssetBytes+1)
 			lms.AddAsset(lmssim.Asset{ID: "big", Filename: "big.bin", ContentType: "application/octet-stream", Content: big})
 			lms.AddAsset(lmssim.Asset{ID: "big-chunked", Filename: "big.bin", ContentType: "application/octet-stream", Content: big, Chunked: true})
@@ -159,7 +179,7 @@ var _ = Describe("Asset Processor and EULA", func() {
 			Expect(ok.Raw).To(HaveLen(maxAssetBytes), "exactly the limit passes")
 		})
 
-		It("posts a report, validated and sent per the spec", func() {
+		It("T-AP-07 posts a report, validated and sent per the spec", func() {
 			report := map[string]any{"assetId": lmssim.DemoAssetID, "type": "originality", "processingProgress": "Processed",
 				"priority": 5, "title": "Originality", "result": "83%", "scoreGiven": 83, "scoreMaximum": 100,
 				"indicationColor": "#EC0000", "indicationAlt": "High percentage of matched text.", "comment": "Two sources", "visibleToOwner": true}
@@ -182,7 +202,7 @@ var _ = Describe("Asset Processor and EULA", func() {
 			Expect(res.JSON["details"]).To(HaveKeyWithValue("externalError", true))
 		})
 
-		DescribeTable("refuses a report with a bad field with 400 naming it, and sends nothing",
+		DescribeTable("T-AP-07 refuses a report with a bad field with 400 naming it, and sends nothing",
 			func(field string, value any) {
 				report := map[string]any{"assetId": lmssim.DemoAssetID, "type": "originality", "processingProgress": "Failed"}
 				if value == nil {
@@ -225,7 +245,7 @@ var _ = Describe("Asset Processor and EULA", func() {
 			Entry("an unknown field", "colour", "red"),
 		)
 
-		It("sets the EULA requirement and records a user's acceptance", func() {
+		It("T-AP-08 sets the EULA requirement and records a user's acceptance", func() {
 			eulaLtik := apLaunch(lms, "LtiEulaRequest").Ltik
 			Expect(lms.EulaRequired()).To(BeTrue())
 			res := call("PUT", "/api/eula", map[string]any{"eulaRequired": false}, ltikAuth(eulaLtik))
@@ -254,7 +274,7 @@ var _ = Describe("Asset Processor and EULA", func() {
 			Expect(res.errorCode()).To(Equal("SERVICE_NOT_AVAILABLE_FOR_CONTEXT"))
 		})
 
-		It("refuses the services to a launch without their claims", func() {
+		It("T-AP-08 refuses the services to a launch without their claims", func() {
 			plain := newBrowser().launch(lms, "user=teacher-1").Ltik
 			for _, c := range []struct{ method, path string }{{"GET", "/api/assets/" + lmssim.DemoAssetID}, {"POST", "/api/reports"}, {"GET", "/api/eula"}} {
 				res := call(c.method, c.path, map[string]any{}, ltikAuth(plain))
