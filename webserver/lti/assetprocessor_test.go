@@ -185,3 +185,35 @@ func TestAssetProcessorSimplifiedToken(t *testing.T) {
 		t.Fatalf("resource link launch shows assetProcessor: %s", b)
 	}
 }
+
+// An ltiAssetProcessor content item (Canvas's ActivityAssetProcessor deep linking) with its
+// report member is accepted when the platform accepts the type, and its report is sent.
+func TestContentItemLTIAssetProcessor(t *testing.T) {
+	items, _, err := DecodeDeepLinkingBody([]byte(`{"contentItems":[{"type":"ltiAssetProcessor","title":"Originality",
+		"custom":{"mode":"strict"},"report":{"url":"https://tool.example.com/report","custom":{"view":"full"}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepts := &DeepLinkingSettings{AcceptTypes: []string{ContentItemLTIAssetProcessor}}
+	if e := ValidateContentItems(items, accepts); e != nil {
+		t.Fatalf("refused: %v", e)
+	}
+	wire, _ := json.Marshal(items[0])
+	if !strings.Contains(string(wire), `"report":{"url":"https://tool.example.com/report","custom":{"view":"full"}}`) {
+		t.Fatalf("report not in the wire form: %s", wire)
+	}
+	for name, tc := range map[string]struct {
+		item     ContentItem
+		settings *DeepLinkingSettings
+		field    string
+	}{
+		"not accepted by the platform": {ContentItem{Type: ContentItemLTIAssetProcessor}, &DeepLinkingSettings{AcceptTypes: []string{"ltiResourceLink"}}, "type"},
+		"report url not a URL":         {ContentItem{Type: ContentItemLTIAssetProcessor, Report: &AssetProcessorReport{URL: "/report"}}, accepts, "report.url"},
+		"report on another type":       {ContentItem{Type: ContentItemLink, URL: "https://a.example", Report: &AssetProcessorReport{}}, nil, "report"},
+	} {
+		e := ValidateContentItems([]ContentItem{tc.item}, tc.settings)
+		if e == nil || e.Field != tc.field {
+			t.Errorf("%s: %v, want a refusal of %s", name, e, tc.field)
+		}
+	}
+}
