@@ -5,7 +5,6 @@ import (
 	"time"
 )
 
-
 func TestValidateReportFillsDefaults(t *testing.T) {
 	now := time.Date(2026, 11, 25, 21, 0, 0, 123456000, time.UTC)
 	r := Report{AssetID: "a", Type: "originality", ProcessingProgress: "Processed"}
