@@ -256,6 +256,7 @@ var _ = Describe("Asset Processor and EULA", func() {
 
 			res = call("POST", "/api/eula/acceptance", map[string]any{"accepted": true}, ltikAuth(eulaLtik))
 			Expect(res.Status).To(Equal(201), string(res.Raw))
+			Expect(res.JSON).To(And(HaveKeyWithValue("userId", "student-1"), HaveKeyWithValue("accepted", true), HaveKey("timestamp")))
 			Expect(lms.EulaAcceptance("student-1")).To(HaveKeyWithValue("accepted", true), "userId defaults to the launching user")
 
 			res = call("POST", "/api/eula/acceptance", map[string]any{"userId": "student-1"}, ltikAuth(eulaLtik))

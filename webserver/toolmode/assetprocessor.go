@@ -252,7 +252,8 @@ type eulaAnswer struct {
 }
 
 // PostEulaAcceptance serves POST /api/eula/acceptance: a user's acceptance (or refusal) of
-// the EULA. userId defaults to the launching user.
+// the EULA. userId defaults to the launching user, timestamp to now; the answer is what was
+// sent.
 func (t *Tool) PostEulaAcceptance(w http.ResponseWriter, r *http.Request) {
 	g := grantFrom(r.Context())
 	scope, herr := g.eulaScope(lti.ScopeEulaUser)
@@ -278,11 +279,14 @@ func (t *Tool) PostEulaAcceptance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := advantage.EulaAcceptance{UserID: body.UserID, Accepted: *body.Accepted, Timestamp: body.Timestamp}
+	if a.Timestamp == "" {
+		a.Timestamp = t.now().UTC().Format(time.RFC3339Nano)
+	}
 	t.respond(w, r, http.StatusCreated, func(ctx context.Context, cred advantage.Credentials) (any, error) {
 		if _, err := t.services.PostEulaAcceptance(ctx, cred, g.EulaURL, scope, a); err != nil {
 			return nil, err
 		}
-		return body, nil
+		return a, nil
 	})
 }
 
