@@ -254,6 +254,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		Tool: dynreg.ToolConfig{
 			PublicURL: cfg.PublicURL, Name: cfg.ToolName, Description: cfg.ToolDescription, LogoURL: cfg.ToolLogoURL,
 			DeepLinking: cfg.DeepLinkingURL != "", CanvasPrivacyLevel: cfg.CanvasPrivacyLevel,
+			AssetProcessor: cfg.AssetProcessor.Enabled,
 		},
 		Namespace: cfg.Namespace, AutoActivate: cfg.RegistrationAutoActivate, PreApprovalURL: cfg.PreApprovalURL,
 		Outbound:   out.dynReg,
@@ -263,6 +264,8 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
+		MessageLaunchURLs: cfg.MessageLaunchURLs, MaxAssetBytes: cfg.AssetProcessor.MaxAssetBytesOrDefault(),
+		AssetClient: advantage.NewClient(out.assets), AssetTimeout: cfg.AssetProcessor.DownloadTimeoutOrDefault(),
 	}, reg, registry.NewPeerKeys(out.keySets), keyring, replays, apiKey, advantage.NewClient(out.advantage))
 	if err != nil {
 		return nil, err

@@ -22,6 +22,8 @@ type outboundClients struct {
 	advantage *http.Client
 	// oauth is the OAuth2 broker's, which follows no redirect at all.
 	oauth *http.Client
+	// assets downloads Asset Processor assets: advantage's policy, a longer timeout.
+	assets *http.Client
 }
 
 func newOutboundClients(cfg *config.Config) (outboundClients, error) {
@@ -43,5 +45,14 @@ func newOutboundClients(cfg *config.Config) (outboundClients, error) {
 		keySets:   outbound.NewClient(with(registered, outbound.TargetJWKS)),
 		advantage: advantage.HTTPClient(with(registered, outbound.TargetToken)),
 		oauth:     outbound.NewClient(with(registered, outbound.TargetOAuth)),
+		assets:    advantage.HTTPClient(assetPolicy(registered, cfg)),
 	}, nil
+}
+
+// assetPolicy is the policy of asset downloads: the registered URLs' one, with the
+// download timeout (an asset can be far larger than any other answer).
+func assetPolicy(registered outbound.Policy, cfg *config.Config) outbound.Policy {
+	registered.Target = outbound.TargetOther
+	registered.Timeout = cfg.AssetProcessor.DownloadTimeoutOrDefault()
+	return registered
 }

@@ -153,6 +153,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		{"POST", "/api/launches/content-items", bearer(d.Platform.ContentItems)},
 		{"POST", "/api/tokens/introspect", bearer(d.Platform.Introspect)},
 	}
+	s.routes = append(s.routes, assetProcessorRoutes(tool)...)
 	// The {id} of the platforms API is a platform id: the request log line names it.
 	platform := func(f http.HandlerFunc) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

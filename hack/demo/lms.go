@@ -73,6 +73,11 @@ func (d *demoLMS) register(ctx context.Context, k8s client.Client, cfg *config.C
 
 // launchOnce performs a real launch as a browser would and returns its ltik.
 func (d *demoLMS) launchOnce(ctx context.Context) (string, error) {
+	return d.launchWith(ctx, "user=demo-teacher")
+}
+
+// launchWith is launchOnce with the simulator's /start query (user, message).
+func (d *demoLMS) launchWith(ctx context.Context, query string) (string, error) {
 	jar, _ := cookiejar.New(nil)
 	var ltik string
 	c := &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
@@ -85,7 +90,7 @@ func (d *demoLMS) launchOnce(ctx context.Context) (string, error) {
 	// Wait until the registration is usable: the login answers with the LMS's form.
 	var page string
 	for i := 0; ; i++ {
-		res, err := getResponse(ctx, c, d.base+lmssim.StartPath+"?user=demo-teacher")
+		res, err := getResponse(ctx, c, d.base+lmssim.StartPath+"?"+query)
 		if err != nil {
 			return "", err
 		}

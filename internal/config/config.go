@@ -48,6 +48,9 @@ type Config struct {
 	// SubmissionReviewURL receives submission review launches (LtiSubmissionReviewRequest);
 	// empty sends them to LaunchURL.
 	SubmissionReviewURL string `json:"submissionReviewUrl"`
+	// MessageLaunchURLs and AssetProcessor: Asset Processor and EULA (assetprocessor.go).
+	MessageLaunchURLs map[string]string `json:"messageLaunchUrls"`
+	AssetProcessor    AssetProcessor    `json:"assetProcessor"`
 	// Platform mode (ltiop launching external tools for the integrator): the issuer of the
 	// id_tokens, and the integrator's pages the authorization endpoint sends launches to
 	// (?payload=) and that receive the content items of deep-linking responses.
@@ -462,6 +465,7 @@ func (c *Config) Validate() error {
 	c.validateReplayStore(add)
 	c.validateRateLimits(add)
 	c.validateDynamicRegistration(add)
+	c.validateAssetProcessor(add)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}

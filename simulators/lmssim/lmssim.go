@@ -44,7 +44,7 @@ type LMS struct {
 	// TokenLifetime is the lifetime of the access tokens; zero means one hour.
 	TokenLifetime time.Duration
 	// GrantableScopes restricts the scopes the token endpoint grants; nil means all NRPS
-	// and AGS scopes (AllScopes).
+	// and AGS scopes (AllScopes) and the Asset Processor and EULA ones (AssetProcessorScopes).
 	GrantableScopes []string
 	// Members is the course roster NRPS serves; nil means DefaultMembers().
 	Members []Member
@@ -61,6 +61,7 @@ type LMS struct {
 	dl   []dlRequest
 	dr   *dynReg      // dynamic registration (dynreg.go)
 	oa   *oauthServer // the REST API's OAuth2 authorization server (oauth.go)
+	aps  *apState     // Asset Processor and EULA (assetprocessor.go)
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -114,6 +115,7 @@ func (l *LMS) Handler() http.Handler {
 	l.serviceRoutes(mux)
 	l.dynRegRoutes(mux)
 	l.oauthRoutes(mux)
+	l.assetProcessorRoutes(mux)
 	return mux
 }
 
@@ -195,6 +197,7 @@ func (l *LMS) authorize(w http.ResponseWriter, r *http.Request) {
 	case MessageSubmissionReview:
 		l.MakeSubmissionReview(claims, hint.ForUser, hint.LineItem)
 	}
+	l.MakeAssetProcessorMessage(hint.Message, claims)
 	token, err := l.Sign(claims, nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -56,6 +56,8 @@ var _ = BeforeSuite(func() {
 	cfg.KeyWait.Duration = 15 * time.Second
 	cfg.LaunchURL, cfg.DeepLinkingURL = launchURL, deepLinkingURL
 	cfg.SubmissionReviewURL = submissionReviewURL
+	cfg.MessageLaunchURLs = map[string]string{"LtiEulaRequest": eulaLaunchURL}
+	cfg.AssetProcessor.MaxAssetBytes = maxAssetBytes
 	// The simulated LMSs and tools listen on loopback: the outbound guard must let ltiop
 	// reach them (in production it refuses loopback).
 	cfg.OutboundAllowLoopback = true

@@ -81,6 +81,9 @@ type ToolConfig struct {
 	CustomParameters map[string]string
 	// CanvasPrivacyLevel is anonymous, name_only, email_only or public; empty means public.
 	CanvasPrivacyLevel string
+	// AssetProcessor offers the Asset Processor and EULA message types and asks for their
+	// scopes (assetprocessor.go).
+	AssetProcessor bool
 }
 
 // Validate reports a ToolConfig that BuildRegistration would turn into a registration the

@@ -44,6 +44,7 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, key
 	if tc.DeepLinking {
 		offered = append(offered, MessageDeepLinking)
 	}
+	offered = append(offered, tc.assetProcessorMessages()...)
 	if messages != nil {
 		offered = slices.DeleteFunc(slices.Clone(offered), func(t string) bool { return !slices.Contains(messages, t) })
 	}
@@ -54,7 +55,7 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, key
 			m["icon_uri"] = tc.LogoURL
 		}
 		if t == MessageDeepLinking {
-			if p := deepLinkingPlacements(pc); len(p) > 0 {
+			if p := append(deepLinkingPlacements(pc), tc.assetProcessorPlacements(pc)...); len(p) > 0 {
 				m["placements"] = p
 			}
 		}
@@ -84,7 +85,7 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, key
 		"client_name":                tc.name(),
 		"jwks_uri":                   tc.keySet(keySetID),
 		"token_endpoint_auth_method": "private_key_jwt",
-		"scope":                      strings.Join(requestedScopes(pc), " "),
+		"scope":                      strings.Join(append(requestedScopes(pc), tc.assetProcessorScopes(pc)...), " "),
 		KeyToolConfiguration:         toolConf,
 	}
 	if tc.LogoURL != "" {
@@ -161,6 +162,7 @@ func CanvasDeveloperKey(tc ToolConfig) map[string]any {
 		placements = append(placements, placement("editor_button", MessageDeepLinking))
 	}
 	settings := map[string]any{"text": tc.name(), "placements": placements}
+	tc.addCanvasAssetProcessor(settings, placement)
 	if tc.LogoURL != "" {
 		settings["icon_url"] = tc.LogoURL
 	}
@@ -174,7 +176,7 @@ func CanvasDeveloperKey(tc ToolConfig) map[string]any {
 		"oidc_initiation_url": tc.login(),
 		"target_link_uri":     launch,
 		"public_jwk_url":      tc.keys(),
-		"scopes":              slices.Clone(Scopes),
+		"scopes":              append(slices.Clone(Scopes), tc.assetProcessorScopes(nil)...),
 		"extensions": []any{map[string]any{
 			"platform":      "canvas.instructure.com",
 			"domain":        tc.domain(),

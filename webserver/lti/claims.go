@@ -197,6 +197,8 @@ type Claims struct {
 	LIS             *LIS
 	RoleScopeMentor []string
 	ForUser         *ForUser
+	// AssetProcessor holds the Asset Processor and EULA claims (claims_assetprocessor.go).
+	AssetProcessor AssetProcessor
 
 	// Raw is the payload exactly as received (for /api/idtoken?raw=true and for
 	// claims this type does not model).
@@ -694,6 +696,9 @@ func (c *Claims) typeError() *apierr.Error {
 		if c.bad&b != 0 {
 			return c.errorFor(b)
 		}
+	}
+	if IsAssetProcessorMessage(c.MessageType) {
+		return c.AssetProcessor.typeError()
 	}
 	return nil
 }

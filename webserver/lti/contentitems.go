@@ -17,6 +17,9 @@ const (
 	ContentItemFile            = "file"
 	ContentItemHTML            = "html"
 	ContentItemImage           = "image"
+	// ContentItemLTIAssetProcessor attaches an asset processor to an assignment (LTI Asset
+	// Processor 1.0; contentitems_assetprocessor.go).
+	ContentItemLTIAssetProcessor = "ltiAssetProcessor"
 )
 
 // ContentItem is one item the integrator returns (service interface §2.6),
@@ -46,6 +49,8 @@ type ContentItem struct {
 	MediaType  string            `json:"mediaType,omitempty"`
 	Width      int               `json:"width,omitempty"`
 	Height     int               `json:"height,omitempty"`
+	// Report is an ltiAssetProcessor's report review launch: its URL and custom parameters.
+	Report *AssetProcessorReport `json:"report,omitempty"`
 
 	Extensions map[string]json.RawMessage `json:"-"`
 }
@@ -134,7 +139,7 @@ func (e *ContentItemError) Error() string {
 // itemMembers are the members ContentItem models, in their JSON spelling.
 var itemMembers = []string{"type", "url", "title", "text", "html", "icon", "thumbnail", "embed",
 	"window", "iframe", "custom", "lineItem", "available", "submission", "expiresAt", "mediaType",
-	"width", "height"}
+	"width", "height", "report"}
 
 // isItemMember reports whether key names a modelled member; encoding/json
 // matches member names case-insensitively, so this does too.
@@ -149,7 +154,8 @@ func isItemMember(key string) bool {
 
 func isStandardType(t string) bool {
 	switch t {
-	case ContentItemLink, ContentItemLTIResourceLink, ContentItemFile, ContentItemHTML, ContentItemImage:
+	case ContentItemLink, ContentItemLTIResourceLink, ContentItemFile, ContentItemHTML, ContentItemImage,
+		ContentItemLTIAssetProcessor:
 		return true
 	}
 	return false

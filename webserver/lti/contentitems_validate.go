@@ -68,7 +68,7 @@ func validateItem(it *ContentItem, settings *DeepLinkingSettings) *ContentItemEr
 		return fail("type", "required")
 	case !standard && !isHTTPURL(it.Type):
 		return fail("type", strconv.Quote(truncate(it.Type, 64))+
-			" is not link, ltiResourceLink, file, html, image or a fully-qualified URL")
+			" is not link, ltiResourceLink, file, html, image, ltiAssetProcessor or a fully-qualified URL")
 	}
 	if settings != nil && !acceptsType(settings.AcceptTypes, it.Type) {
 		e := fail("type", strconv.Quote(truncate(it.Type, 64))+" is not in the platform's accept_types")
@@ -126,6 +126,9 @@ func validateItem(it *ContentItem, settings *DeepLinkingSettings) *ContentItemEr
 		if !(li.ScoreMaximum > 0) || math.IsInf(li.ScoreMaximum, 0) {
 			return fail("lineItem.scoreMaximum", "required: a positive number")
 		}
+	}
+	if e := checkAssetProcessorItem(it); e != nil {
+		return e
 	}
 	if e := checkTimeWindow("available", it.Available); e != nil {
 		return e

@@ -14,6 +14,9 @@ type IDToken struct {
 	Platform   IDTokenPlatform `json:"platform"`
 	Launch     *IDTokenLaunch  `json:"launch,omitempty"`
 	Services   IDTokenServices `json:"services"`
+	// AssetProcessor: Asset Processor and EULA launches (idtoken_assetprocessor.go). Their
+	// for_user claim is launch.forUser, as in a submission review.
+	AssetProcessor *IDTokenAssetProcessor `json:"assetProcessor,omitempty"`
 }
 
 // IDTokenUser is idtoken.user. Roles are normalised (NormaliseRoles): never nil,
@@ -49,7 +52,8 @@ type IDTokenLaunch struct {
 	ResourceLink *IDTokenResourceLink `json:"resourceLink,omitempty"`
 	Presentation *IDTokenPresentation `json:"presentation,omitempty"`
 	Custom       map[string]string    `json:"custom"`
-	// ForUser is the learner whose submission a submission review shows (T-SR-07).
+	// ForUser is the user a launch is about: the learner whose submission a submission
+	// review shows (T-SR-07), the student of a report review.
 	ForUser *IDTokenForUser `json:"forUser,omitempty"`
 }
 
@@ -186,6 +190,7 @@ func SimplifiedIDToken(c *Claims, p PlatformInfo) *IDToken {
 	if a := c.AGS; a != nil && (a.LineItems != "" || a.LineItem != "") {
 		s.AssignmentAndGrades = IDTokenAGS{Available: true, Scopes: nonNil(a.Scope), LineItemID: a.LineItem}
 	}
+	t.AssetProcessor = assetProcessorToken(&c.AssetProcessor)
 	return t
 }
 

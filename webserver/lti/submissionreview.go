@@ -91,7 +91,8 @@ func (c *Claims) decodeForUserClaim(val string) {
 	})
 }
 
-// IDTokenForUser is idtoken.launch.forUser: the for_user claim in the shape of
+// IDTokenForUser is idtoken.launch.forUser (submission review, report review): the
+// for_user claim in the shape of
 // idtoken.user, roles normalised the same way (NormaliseRoles).
 type IDTokenForUser struct {
 	ID              string   `json:"id"`

@@ -342,7 +342,8 @@ func check(c *Claims, p *Policy) *apierr.Error {
 		return c.errorFor(badMessageType)
 	case c.MessageType == "":
 		return newError(400, CodeInvalidMessageType, "T-TOK-18", "The message_type claim is missing.")
-	case c.MessageType != MessageResourceLink && c.MessageType != MessageDeepLinking && c.MessageType != MessageSubmissionReview:
+	case c.MessageType != MessageResourceLink && c.MessageType != MessageDeepLinking && c.MessageType != MessageSubmissionReview &&
+		!IsAssetProcessorMessage(c.MessageType):
 		return newError(400, CodeInvalidMessageType, "T-TOK-18",
 			"The message type "+strconv.Quote(truncate(c.MessageType, 64))+" is not supported.")
 	}
@@ -360,12 +361,16 @@ func check(c *Claims, p *Policy) *apierr.Error {
 		return newError(400, CodeDeploymentMismatch, "T-TOK-20", "The deployment_id differs from the login's lti_deployment_id.")
 	}
 	// T-TOK-21: what the message type requires.
-	switch c.MessageType {
-	case MessageResourceLink:
+	switch {
+	case IsAssetProcessorMessage(c.MessageType):
+		if e := checkAssetProcessorMessage(c); e != nil {
+			return e
+		}
+	case c.MessageType == MessageResourceLink:
 		if e := checkResourceLink(c); e != nil {
 			return e
 		}
-	case MessageSubmissionReview:
+	case c.MessageType == MessageSubmissionReview:
 		if e := checkSubmissionReview(c); e != nil {
 			return e
 		}

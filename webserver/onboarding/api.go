@@ -148,3 +148,9 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 func (o *Onboarding) CanvasConfiguration(w http.ResponseWriter, _ *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, dynreg.CanvasDeveloperKey(o.opts.Tool))
 }
+
+// isAssetProcessorMessage: the Asset Processor and EULA message types a pre-approval may
+// keep (offered only when assetProcessor.enabled).
+func isAssetProcessorMessage(m string) bool {
+	return m == dynreg.MessageAssetProcessorSettings || m == dynreg.MessageReportReview || m == dynreg.MessageEula
+}

@@ -80,8 +80,8 @@ func (m *MessageChoice) check() string {
 	switch {
 	case m.malformed:
 		return ": must be a message type or an object {type, placements}."
-	case m.Type != dynreg.MessageResourceLink && m.Type != dynreg.MessageDeepLinking:
-		return ": must be LtiResourceLinkRequest or LtiDeepLinkingRequest."
+	case m.Type != dynreg.MessageResourceLink && m.Type != dynreg.MessageDeepLinking && !isAssetProcessorMessage(m.Type):
+		return ": must be LtiResourceLinkRequest, LtiDeepLinkingRequest, LtiAssetProcessorSettingsRequest, LtiReportReviewRequest or LtiEulaRequest."
 	}
 	if msg := m.checkPlacements(); msg != "" {
 		return ".placements: " + msg + "."

@@ -241,7 +241,9 @@ func (t *Tool) destination(c *lti.Claims) (string, *httpapi.Error) {
 	if c.MessageType == lti.MessageDeepLinking && t.opts.DeepLinkingURL != "" {
 		base = t.opts.DeepLinkingURL
 	}
-	if c.MessageType == lti.MessageSubmissionReview && t.opts.SubmissionReviewURL != "" {
+	if u := t.opts.MessageLaunchURLs[c.MessageType]; u != "" {
+		base = u
+	} else if c.MessageType == lti.MessageSubmissionReview && t.opts.SubmissionReviewURL != "" {
 		base = t.opts.SubmissionReviewURL // T-SR-06
 	}
 	if base == "" {

@@ -36,6 +36,14 @@ type grant struct {
 	LineItemsURL   string   `json:"i,omitempty"`
 	LineItemURL    string   `json:"l,omitempty"`
 	AGSScopes      []string `json:"s,omitempty"`
+	// Asset Processor and EULA services (assetprocessor.go): the launch's or notice's asset
+	// URLs by asset id, the report and EULA URLs, and each scope as the platform spelled it.
+	AssetURLs   map[string]string `json:"au,omitempty"`
+	AssetScope  string            `json:"as,omitempty"`
+	ReportURL   string            `json:"ru,omitempty"`
+	ReportScope string            `json:"rs,omitempty"`
+	EulaURL     string            `json:"eu,omitempty"`
+	EulaScopes  []string          `json:"es,omitempty"`
 	// From an ltik only (never sealed in a service key): the launch itself.
 	launch *Launch
 	claims *lti.Claims
@@ -52,12 +60,14 @@ func grantFromClaims(platformUID string, l *Launch, c *lti.Claims) *grant {
 	if c.AGS != nil {
 		g.LineItemsURL, g.LineItemURL, g.AGSScopes = c.AGS.LineItems, c.AGS.LineItem, c.AGS.Scope
 	}
+	g.addAssetProcessor(&c.AssetProcessor)
 	return g
 }
 
-// hasServices: a service key is issued only when NRPS or AGS is available.
+// hasServices: a service key is issued only when NRPS, AGS, or an Asset Processor or EULA
+// service is available.
 func (g *grant) hasServices() bool {
-	return g.MembershipsURL != "" || g.LineItemsURL != "" || g.LineItemURL != ""
+	return g.MembershipsURL != "" || g.LineItemsURL != "" || g.LineItemURL != "" || g.hasAssetProcessor()
 }
 
 type grantKey struct{}

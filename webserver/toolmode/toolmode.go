@@ -4,7 +4,9 @@
 package toolmode
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +45,16 @@ type Options struct {
 	// Deployments, when set, is told the deployment of every successful launch, so
 	// deployments a registration did not name are recorded.
 	Deployments DeploymentRecorder
+	// MessageLaunchURLs are integrator pages by message type (LtiAssetProcessorSettingsRequest,
+	// LtiReportReviewRequest, LtiEulaRequest, …); a type without one goes to LaunchURL.
+	MessageLaunchURLs map[string]string
+	// MaxAssetBytes bounds an asset download (zero: DefaultMaxAssetBytes); AssetClient, when
+	// set, is the client of asset downloads (a longer timeout than other service calls).
+	MaxAssetBytes int64
+	AssetClient   *advantage.Client
+	// AssetTimeout is the time an asset download may take (the asset client's timeout); the
+	// response's write deadline is extended to match.
+	AssetTimeout time.Duration
 }
 
 // DeploymentRecorder learns the deployments launches come from (onboarding records them on
@@ -77,7 +89,11 @@ func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring 
 		return nil, err
 	}
 	formAction := []string{"'self'"}
-	for _, dest := range []string{opts.LaunchURL, opts.DeepLinkingURL, opts.SubmissionReviewURL} {
+	dests := []string{opts.LaunchURL, opts.DeepLinkingURL, opts.SubmissionReviewURL}
+	for _, mt := range slices.Sorted(maps.Keys(opts.MessageLaunchURLs)) {
+		dests = append(dests, opts.MessageLaunchURLs[mt])
+	}
+	for _, dest := range dests {
 		if d, err := url.Parse(dest); err == nil && d.Host != "" {
 			formAction = append(formAction, d.Scheme+"://"+d.Host)
 		}
