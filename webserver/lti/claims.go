@@ -190,6 +190,7 @@ type Claims struct {
 	Custom          map[string]string
 	NRPS            *NRPSClaim
 	AGS             *AGSClaim
+	Groups          *GroupsClaim
 	DeepLinking     *DeepLinkingSettings
 	LIS             *LIS
 	RoleScopeMentor []string
@@ -377,6 +378,7 @@ var claimFields = map[string]claimField{
 	}),
 	ClaimNRPS:    optional(func(c *Claims) **NRPSClaim { return &c.NRPS }, decodeNRPS),
 	ClaimAGS:     optional(func(c *Claims) **AGSClaim { return &c.AGS }, decodeAGS),
+	ClaimGroups:  optional(func(c *Claims) **GroupsClaim { return &c.Groups }, decodeGroups),
 	ClaimForUser: optional(func(c *Claims) **ForUser { return &c.ForUser }, decodeForUser),
 }
 
