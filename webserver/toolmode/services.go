@@ -36,6 +36,9 @@ type grant struct {
 	LineItemsURL   string   `json:"i,omitempty"`
 	LineItemURL    string   `json:"l,omitempty"`
 	AGSScopes      []string `json:"s,omitempty"`
+	// The Course Groups Service URLs (the sets URL only with the groups URL).
+	GroupsURL    string `json:"gr,omitempty"`
+	GroupSetsURL string `json:"gs,omitempty"`
 	// From an ltik only (never sealed in a service key): the launch itself.
 	launch *Launch
 	claims *lti.Claims
@@ -52,12 +55,27 @@ func grantFromClaims(platformUID string, l *Launch, c *lti.Claims) *grant {
 	if c.AGS != nil {
 		g.LineItemsURL, g.LineItemURL, g.AGSScopes = c.AGS.LineItems, c.AGS.LineItem, c.AGS.Scope
 	}
+	if c.Groups != nil && c.Groups.ContextGroupsURL != "" {
+		g.GroupsURL, g.GroupSetsURL = c.Groups.ContextGroupsURL, c.Groups.ContextGroupSetsURL
+	}
 	return g
 }
 
-// hasServices: a service key is issued only when NRPS or AGS is available.
+// hasServices: a service key is issued only when NRPS, AGS or groups are available.
 func (g *grant) hasServices() bool {
-	return g.MembershipsURL != "" || g.LineItemsURL != "" || g.LineItemURL != ""
+	return g.MembershipsURL != "" || g.LineItemsURL != "" || g.LineItemURL != "" || g.GroupsURL != ""
+}
+
+// groupsScope is what the groups service claim grants: its URL implies the scope, as the
+// NRPS claim's does (Sakai's claim may carry no scope array).
+var groupsScope = []string{advantage.ScopeGroupReadOnly}
+
+// impliedScopes are the scopes the launch's other service claims grant.
+func (g *grant) impliedScopes() []string {
+	if g.GroupsURL != "" {
+		return groupsScope
+	}
+	return nil
 }
 
 type grantKey struct{}
@@ -200,7 +218,7 @@ func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform,
 		Key:          p.Key.Private,
 		// The client refuses scopes the launch did not grant (T-AGS-02) and item ids off
 		// the launch's service hosts: the token goes nowhere else.
-		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != ""),
+		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != "", g.impliedScopes()...),
 		ServiceURLs:  urls,
 	}, p, nil
 }
