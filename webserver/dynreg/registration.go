@@ -137,7 +137,8 @@ func deepLinkingPlacements(pc *PlatformConfig) []string {
 
 // CanvasDeveloperKey returns Canvas's LTI developer-key JSON configuration for manual setup
 // (GET /register/canvas): title, description, oidc_initiation_url, target_link_uri,
-// public_jwk_url, scopes (all Scopes), custom_fields, and one canvas.instructure.com
+// public_jwk_url, scopes (Scopes but the groups scope, which Canvas does not offer),
+// custom_fields, and one canvas.instructure.com
 // extension with the domain, the privacy level and the placements link_selection and
 // assignment_selection (LtiResourceLinkRequest), plus editor_button (LtiDeepLinkingRequest)
 // when tc.DeepLinking. Canvas takes the redirect URIs (the launch URL) in a separate field
@@ -174,7 +175,7 @@ func CanvasDeveloperKey(tc ToolConfig) map[string]any {
 		"oidc_initiation_url": tc.login(),
 		"target_link_uri":     launch,
 		"public_jwk_url":      tc.keys(),
-		"scopes":              slices.Clone(Scopes),
+		"scopes":              canvasScopes(),
 		"extensions": []any{map[string]any{
 			"platform":      "canvas.instructure.com",
 			"domain":        tc.domain(),
@@ -183,4 +184,10 @@ func CanvasDeveloperKey(tc ToolConfig) map[string]any {
 		}},
 		"custom_fields": tc.customParameters(),
 	}
+}
+
+// canvasScopes are the Scopes a Canvas developer key may list: Canvas has no Course Groups
+// Service, and a key listing a scope Canvas does not know is refused.
+func canvasScopes() []string {
+	return slices.DeleteFunc(slices.Clone(Scopes), func(s string) bool { return s == ScopeGroups })
 }
