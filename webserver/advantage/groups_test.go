@@ -331,6 +331,42 @@ func TestMapGroupsVariants(t *testing.T) {
 	}
 }
 
+// Whatever the input, the decoders accept only JSON and keep their promises: no nil slices,
+// no entry without an id, no set id twice in a group.
+func FuzzMapGroups(f *testing.F) {
+	for _, s := range []string{`{"id":"x","groups":[{"id":"g","name":"n","tag":"t","set_ids":["a",7],"set_id":"a"}]}`,
+		`[{"id":1,"set_id":2}]`, `{"sets":[{"id":"s","name":"n"}]}`, `null`, `{"groups":[null,{"name":"x"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		page, err := MapGroups(raw)
+		if err == nil {
+			if !json.Valid(raw) {
+				t.Fatalf("accepted invalid JSON %q", raw)
+			}
+			if page.Groups == nil {
+				t.Fatal("nil Groups")
+			}
+			for _, g := range page.Groups {
+				if g.ID == "" || g.SetIDs == nil || len(slices.Compact(slices.Sorted(slices.Values(g.SetIDs)))) != len(g.SetIDs) {
+					t.Fatalf("%q: group %#v", raw, g)
+				}
+			}
+		}
+		sets, err := MapGroupSets(raw)
+		if err == nil {
+			if !json.Valid(raw) || sets.Sets == nil {
+				t.Fatalf("%q: %#v", raw, sets)
+			}
+			for _, s := range sets.Sets {
+				if s.ID == "" {
+					t.Fatalf("%q: a set without id", raw)
+				}
+			}
+		}
+	})
+}
+
 func BenchmarkMapGroups(b *testing.B) {
 	groups := make([]map[string]any, 200)
 	for i := range groups {
