@@ -372,13 +372,13 @@ var claimFields = map[string]claimField{
 	ClaimLaunchPresentation: optional(func(c *Claims) **LaunchPresentation { return &c.LaunchPresentation }, decodeLaunchPresentation),
 	ClaimCustom:             optional(func(c *Claims) *map[string]string { return &c.Custom }, decodeCustom),
 	ClaimLIS:                optional(func(c *Claims) **LIS { return &c.LIS }, decodeLIS),
+	ClaimGroups:             optional(func(c *Claims) **GroupsClaim { return &c.Groups }, decodeGroups),
 	ClaimRoleScopeMentor: optional(func(c *Claims) *[]string { return &c.RoleScopeMentor }, func(val string) []string {
 		list, _ := stringList(val, false)
 		return list
 	}),
 	ClaimNRPS:    optional(func(c *Claims) **NRPSClaim { return &c.NRPS }, decodeNRPS),
 	ClaimAGS:     optional(func(c *Claims) **AGSClaim { return &c.AGS }, decodeAGS),
-	ClaimGroups:  optional(func(c *Claims) **GroupsClaim { return &c.Groups }, decodeGroups),
 	ClaimForUser: optional(func(c *Claims) **ForUser { return &c.ForUser }, decodeForUser),
 }
 
