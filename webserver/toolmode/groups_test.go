@@ -138,8 +138,15 @@ func TestGroupsRefusedAndFailing(t *testing.T) {
 	if hits.Load() != 0 {
 		t.Fatal("the other host was called")
 	}
-	testhttp.WantRefusal(t, rg.call(t, nil, "GET", "/api/groups", map[string]string{"Authorization": "Bearer " + benchAPIKey}, nil),
-		401, "INVALID_AUTHORIZATION_SCHEME")
+	// Bearer is refused exactly as on the other service endpoints (the same guard).
+	bearer := map[string]string{"Authorization": "Bearer " + benchAPIKey}
+	want := rg.call(t, nil, "GET", "/api/memberships", bearer, nil)
+	for _, path := range []string{"/api/groups", "/api/groupsets"} {
+		got := rg.call(t, nil, "GET", path, bearer, nil)
+		if got.Status != http.StatusUnauthorized || got.Status != want.Status || got.Body != want.Body {
+			t.Fatalf("Bearer on %s: %d %s; memberships answers %d %s", path, got.Status, got.Body, want.Status, want.Body)
+		}
+	}
 
 	for _, tc := range []struct {
 		name     string
