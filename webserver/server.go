@@ -131,6 +131,8 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		{"DELETE", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.DeleteLineItem))},
 		{"POST", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.PostScore))},
 		{"GET", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.Scores))},
+		{"GET", "/api/groups", tool.RequireService(http.HandlerFunc(tool.Groups))},
+		{"GET", "/api/groupsets", tool.RequireService(http.HandlerFunc(tool.GroupSets))},
 		{"POST", "/api/deeplinking/form", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingForm))},
 		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
 		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},

@@ -177,6 +177,11 @@ func (d *demoLMS) services(ctx context.Context, ltik string) (roster, results []
 	return roster, results, err
 }
 
+// groups shows the first page of the course's groups (the simulator serves 36 in 2 sets).
+func (d *demoLMS) groups(ctx context.Context, ltik string) ([]byte, error) {
+	return d.api(ctx, ltik, http.MethodGet, "/api/groups?limit=3", nil, http.StatusOK)
+}
+
 var appPage = template.Must(template.New("app").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ltiop demo: launched</title>
 <style>body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}

@@ -196,6 +196,11 @@ func run() error {
 	}
 	fmt.Printf("\nGET /api/memberships?limit=3 (the course roster, through NRPS):\n\n%s\n", roster)
 	fmt.Printf("\nA grade of 87/100 was posted with POST /api/lineitems/{id}/scores; the line item's results now read:\n\n%s\n", results)
+	groups, err := lms.groups(ctx, ltik)
+	if err != nil {
+		return fmt.Errorf("the demo's groups call failed: %w", err)
+	}
+	fmt.Printf("\nGET /api/groups?limit=3 (the course groups, through the Course Groups Service):\n\n%s\n", groups)
 	if err := lms.assetProcessor(ctx); err != nil {
 		return fmt.Errorf("the demo's Asset Processor calls failed: %w", err)
 	}

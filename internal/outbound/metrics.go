@@ -18,6 +18,7 @@ const (
 	TargetToken  = "token"  // an LMS token endpoint (client credentials)
 	TargetNRPS   = "nrps"   // Names and Role Provisioning Services
 	TargetAGS    = "ags"    // Assignment and Grade Services
+	TargetGroups = "groups" // Course Groups Service
 	TargetDynReg = "dynreg" // dynamic registration
 	TargetOAuth  = "oauth"  // the OAuth2 broker's calls to an LMS token endpoint
 	TargetOther  = "other"
@@ -37,7 +38,7 @@ const (
 var (
 	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ltiop_outbound_requests_total",
-		Help: "Outbound HTTP requests (each redirect is one) by target (jwks, token, nrps, ags, dynreg, oauth) and outcome (success, redirect, client_error, server_error, refused, timeout, error).",
+		Help: "Outbound HTTP requests (each redirect is one) by target (jwks, token, nrps, ags, groups, dynreg, oauth) and outcome (success, redirect, client_error, server_error, refused, timeout, error).",
 	}, []string{"target", "outcome"})
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ltiop_outbound_request_duration_seconds",
@@ -66,6 +67,8 @@ func targetOf(ctx context.Context, policy string) string {
 	}
 	switch t {
 	case TargetJWKS, TargetToken, TargetNRPS, TargetAGS, TargetDynReg, TargetOAuth:
+		return t
+	case TargetGroups:
 		return t
 	}
 	return TargetOther

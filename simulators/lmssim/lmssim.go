@@ -4,7 +4,8 @@
 //
 // After EnableServices it also serves the LTI Advantage services a real platform offers,
 // strictly: an RFC 7523 token endpoint, Names and Role Provisioning, Assignment and Grade
-// Services on Moodle-style URLs, and the deep-linking return URL (see services.go).
+// Services on Moodle-style URLs, the Course Groups Service (groups.go) and the
+// deep-linking return URL (see services.go).
 package lmssim
 
 import (
@@ -43,11 +44,16 @@ type LMS struct {
 	TokenAudience string
 	// TokenLifetime is the lifetime of the access tokens; zero means one hour.
 	TokenLifetime time.Duration
-	// GrantableScopes restricts the scopes the token endpoint grants; nil means all NRPS
-	// and AGS scopes (AllScopes) and the Asset Processor and EULA ones (AssetProcessorScopes).
+	// GrantableScopes restricts the scopes the token endpoint grants; nil means all NRPS,
+	// AGS and groups scopes (AllScopes) and the Asset Processor and EULA ones
+	// (AssetProcessorScopes).
 	GrantableScopes []string
 	// Members is the course roster NRPS serves; nil means DefaultMembers().
 	Members []Member
+	// Groups and GroupSets are what the groups service serves; nil Groups means
+	// DefaultGroups().
+	Groups    []Group
+	GroupSets []GroupSet
 	// HTTPClient fetches the tool's JWKS; nil means a client with a 10 s timeout.
 	HTTPClient *http.Client
 
@@ -272,6 +278,7 @@ func (l *LMS) Claims(user, nonce, target string) map[string]any {
 			"lineitems": l.Issuer + LineItemsPath + "?" + TypeIDQuery,
 			"lineitem":  l.lineItemURL(1),
 		},
+		ClaimGroups: l.groupsClaim(),
 	}
 }
 

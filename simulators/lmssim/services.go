@@ -36,7 +36,7 @@ const (
 
 // AllScopes returns the scopes the token endpoint grants by default.
 func AllScopes() []string {
-	return []string{ScopeNRPS, ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore}
+	return []string{ScopeNRPS, ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore, ScopeGroups}
 }
 
 // ClientAssertionType is the only client_assertion_type the token endpoint accepts.
@@ -100,8 +100,8 @@ type IssuedToken struct {
 
 const maxIssuedLog = 1000
 
-// EnableServices makes Handler serve the token endpoint, NRPS, AGS and the deep-linking
-// return URL, trusting the tool keys published at toolJWKSURL. Until it is called those
+// EnableServices makes Handler serve the token endpoint, NRPS, AGS, the Course Groups
+// Service and the deep-linking return URL, trusting the tool keys published at toolJWKSURL. Until it is called those
 // routes answer 404. Calling it again only changes the JWKS URL (and drops the cached keys).
 func (l *LMS) EnableServices(toolJWKSURL string) {
 	l.mu.Lock()
@@ -135,6 +135,8 @@ func (l *LMS) serviceRoutes(mux *http.ServeMux) {
 		"POST " + item + "/scores":   l.postScore,
 		"GET " + item + "/results":   l.results,
 		"POST " + DeepLinkReturnPath: l.deepLinkReturn,
+		"GET " + GroupsPath:          l.groups,
+		"GET " + GroupSetsPath:       l.groupSets,
 	} {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if l.state() == nil {

@@ -26,6 +26,7 @@ const (
 	maxTokenBody   = 64 << 10 // token endpoint response
 	maxAGSBody     = 2 << 20  // line items, results
 	maxNRPSBody    = 16 << 20 // one membership page
+	maxGroupsBody  = 4 << 20  // one page of groups or group sets
 	maxErrorBody   = 16 << 10 // what is read of a failed response, for its ErrorExcerpt
 	maxRedirects   = 5
 	drainOnDiscard = 64 << 10 // read this much of a discarded body so the connection can be reused
@@ -246,6 +247,8 @@ func targetOf(op string) string {
 	switch op {
 	case "memberships":
 		return outbound.TargetNRPS
+	case opGroups, opGroupSets:
+		return outbound.TargetGroups
 	case "request":
 		return outbound.TargetOther
 	}

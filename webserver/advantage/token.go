@@ -32,6 +32,7 @@ const (
 	ScopeResultReadOnly     = "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly"
 	ScopeScore              = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 	ScopeMembershipReadOnly = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+	ScopeGroupReadOnly      = "https://purl.imsglobal.org/spec/lti-gs/scope/contextgroup.readonly"
 )
 
 // Client-assertion and token-cache parameters.
@@ -441,12 +442,15 @@ func ClientAssertion(cred Credentials, now time.Time) (string, error) {
 // GrantedScopes returns the Advantage scopes a launch granted, for
 // Credentials.LaunchScopes: those of agsClaimScopes (the AGS endpoint claim's scope array;
 // non-standard ones such as Canvas's are dropped) plus ScopeMembershipReadOnly when the
-// launch has the NRPS claim, sorted.
-func GrantedScopes(agsClaimScopes []string, hasNRPSClaim bool) []string {
+// launch has the NRPS claim, plus the known scopes among implied (those other service
+// claims grant, e.g. ScopeGroupReadOnly for the groups service claim), sorted.
+func GrantedScopes(agsClaimScopes []string, hasNRPSClaim bool, implied ...string) []string {
 	var mask int
-	for _, s := range agsClaimScopes {
-		if i := knownScope(s); i >= 0 {
-			mask |= 1 << i
+	for _, list := range [2][]string{agsClaimScopes, implied} {
+		for _, s := range list {
+			if i := knownScope(s); i >= 0 {
+				mask |= 1 << i
+			}
 		}
 	}
 	if hasNRPSClaim {
@@ -458,8 +462,8 @@ func GrantedScopes(agsClaimScopes []string, hasNRPSClaim bool) []string {
 // knownScopes, sorted; scopeSets[mask] is the sorted subset a bit mask selects, built once
 // so that choosing a service call's scopes allocates nothing.
 var (
-	knownScopes = []string{ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore, ScopeMembershipReadOnly}
-	scopeSets   = func() (sets [1 << 5][]string) {
+	knownScopes = []string{ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore, ScopeGroupReadOnly, ScopeMembershipReadOnly}
+	scopeSets   = func() (sets [1 << 6][]string) {
 		if !slices.IsSorted(knownScopes) {
 			panic("advantage: knownScopes must be sorted")
 		}
@@ -484,8 +488,10 @@ func knownScope(s string) int {
 		return 2
 	case ScopeScore:
 		return 3
-	case ScopeMembershipReadOnly:
+	case ScopeGroupReadOnly:
 		return 4
+	case ScopeMembershipReadOnly:
+		return 5
 	}
 	return -1
 }

@@ -20,13 +20,15 @@ import (
 	"github.com/ltiop/ltiop/internal/paths"
 )
 
-// Scopes ltiop asks for: the AGS and NRPS services it supports, in this order.
+// Scopes ltiop asks for: the AGS, NRPS and Course Groups services it supports, in this
+// order.
 var Scopes = []string{
 	ScopeLineItem,
 	ScopeLineItemReadOnly,
 	ScopeResultReadOnly,
 	ScopeScore,
 	ScopeNRPS,
+	ScopeGroups,
 }
 
 // The LTI Advantage scopes ltiop supports.
@@ -36,6 +38,7 @@ const (
 	ScopeResultReadOnly   = "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly"
 	ScopeScore            = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 	ScopeNRPS             = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+	ScopeGroups           = "https://purl.imsglobal.org/spec/lti-gs/scope/contextgroup.readonly"
 )
 
 // Message types ltiop can be launched with.

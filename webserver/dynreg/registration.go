@@ -138,7 +138,8 @@ func deepLinkingPlacements(pc *PlatformConfig) []string {
 
 // CanvasDeveloperKey returns Canvas's LTI developer-key JSON configuration for manual setup
 // (GET /register/canvas): title, description, oidc_initiation_url, target_link_uri,
-// public_jwk_url, scopes (all Scopes), custom_fields, and one canvas.instructure.com
+// public_jwk_url, scopes (Scopes but the groups scope, which Canvas does not offer),
+// custom_fields, and one canvas.instructure.com
 // extension with the domain, the privacy level and the placements link_selection and
 // assignment_selection (LtiResourceLinkRequest), plus editor_button (LtiDeepLinkingRequest)
 // when tc.DeepLinking. Canvas takes the redirect URIs (the launch URL) in a separate field
@@ -176,7 +177,7 @@ func CanvasDeveloperKey(tc ToolConfig) map[string]any {
 		"oidc_initiation_url": tc.login(),
 		"target_link_uri":     launch,
 		"public_jwk_url":      tc.keys(),
-		"scopes":              append(slices.Clone(Scopes), tc.assetProcessorScopes(nil)...),
+		"scopes":              append(canvasScopes(), tc.assetProcessorScopes(nil)...),
 		"extensions": []any{map[string]any{
 			"platform":      "canvas.instructure.com",
 			"domain":        tc.domain(),
@@ -204,4 +205,10 @@ func SetPlacements(reg map[string]any, placements map[string][]string) {
 			msg["placements"] = slices.Clone(p)
 		}
 	}
+}
+
+// canvasScopes are the Scopes a Canvas developer key may list: Canvas has no Course Groups
+// Service, and a key listing a scope Canvas does not know is refused.
+func canvasScopes() []string {
+	return slices.DeleteFunc(slices.Clone(Scopes), func(s string) bool { return s == ScopeGroups })
 }

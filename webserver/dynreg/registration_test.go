@@ -61,7 +61,7 @@ func TestBuildRegistrationT_DR_04Golden(t *testing.T) {
 		"jwks_uri": "https://ltiop.example.edu/lti/keys/moodle-example-edu-4k9x2b7q1m",
 		"logo_uri": "https://ltiop.example.edu/logo.svg",
 		"token_endpoint_auth_method": "private_key_jwt",
-		"scope": "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly https://purl.imsglobal.org/spec/lti-ags/scope/score https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+		"scope": "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly https://purl.imsglobal.org/spec/lti-ags/scope/score https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly https://purl.imsglobal.org/spec/lti-gs/scope/contextgroup.readonly",
 		"https://purl.imsglobal.org/spec/lti-tool-configuration": {
 			"domain": "ltiop.example.edu",
 			"target_link_uri": "https://ltiop.example.edu/lti/launch",
@@ -148,6 +148,10 @@ func TestBuildRegistrationT_DR_04Scopes(t *testing.T) {
 	if got := scope(&PlatformConfig{ScopesSupported: []string{"openid"}}); got != "" {
 		t.Errorf("no common scope: %q", got)
 	}
+	// A platform offering the Course Groups Service (Blackboard, Sakai) is asked for it.
+	if got := scope(&PlatformConfig{ScopesSupported: []string{ScopeGroups, ScopeNRPS}}); got != ScopeNRPS+" "+ScopeGroups {
+		t.Errorf("groups: %q", got)
+	}
 }
 
 func TestBuildRegistrationT_DR_04Messages(t *testing.T) {
@@ -232,8 +236,8 @@ func TestBuildRegistrationT_DR_04CanvasFixturePlacements(t *testing.T) {
 	if tc[KeyCanvasPrivacyLevel] != PrivacyNameOnly {
 		t.Errorf("privacy level = %v", tc[KeyCanvasPrivacyLevel])
 	}
-	if reg["scope"] != strings.Join(Scopes, " ") {
-		t.Errorf("scope = %v: Canvas lists all of ltiop's scopes", reg["scope"])
+	if reg["scope"] != strings.Join(canvasScopes(), " ") {
+		t.Errorf("scope = %v: Canvas lists all of ltiop's scopes but the groups scope", reg["scope"])
 	}
 	// Canvas advertising bare placement names, and a platform advertising none.
 	bare := &PlatformConfig{ProductFamilyCode: "canvas", MessagesSupported: []MessageSupport{

@@ -193,6 +193,7 @@ type Claims struct {
 	Custom          map[string]string
 	NRPS            *NRPSClaim
 	AGS             *AGSClaim
+	Groups          *GroupsClaim
 	DeepLinking     *DeepLinkingSettings
 	LIS             *LIS
 	RoleScopeMentor []string
@@ -380,6 +381,7 @@ var claimFields = map[string]claimField{
 	ClaimLaunchPresentation: optional(func(c *Claims) **LaunchPresentation { return &c.LaunchPresentation }, decodeLaunchPresentation),
 	ClaimCustom:             optional(func(c *Claims) *map[string]string { return &c.Custom }, decodeCustom),
 	ClaimLIS:                optional(func(c *Claims) **LIS { return &c.LIS }, decodeLIS),
+	ClaimGroups:             optional(func(c *Claims) **GroupsClaim { return &c.Groups }, decodeGroups),
 	ClaimRoleScopeMentor: optional(func(c *Claims) *[]string { return &c.RoleScopeMentor }, func(val string) []string {
 		list, _ := stringList(val, false)
 		return list

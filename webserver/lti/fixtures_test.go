@@ -154,6 +154,10 @@ func TestFixturesValidate(t *testing.T) {
 			if tok.Services.NamesAndRoles.Available != hasNRPS {
 				t.Errorf("namesAndRoles.available = %v", tok.Services.NamesAndRoles.Available)
 			}
+			_, hasGroups := claims[ClaimGroups]
+			if tok.Services.Groups.Available != hasGroups || tok.Services.Groups.GroupSets != hasGroups {
+				t.Errorf("groups %+v, claim %v", tok.Services.Groups, claims[ClaimGroups])
+			}
 			b, err := json.Marshal(tok)
 			if err != nil {
 				t.Fatal(err)

@@ -82,11 +82,12 @@ type IDTokenPresentation struct {
 }
 
 // IDTokenServices is idtoken.services. ServiceKey is never set here: the caller
-// seals one and sets it when NRPS or AGS is available.
+// seals one and sets it when NRPS, AGS or groups are available.
 type IDTokenServices struct {
 	DeepLinking         IDTokenDeepLinking `json:"deepLinking"`
 	NamesAndRoles       IDTokenService     `json:"namesAndRoles"`
 	AssignmentAndGrades IDTokenAGS         `json:"assignmentAndGrades"`
+	Groups              IDTokenGroups      `json:"groups"`
 	Outcomes            IDTokenService     `json:"outcomes"`
 	ServiceKey          string             `json:"serviceKey,omitempty"`
 }
@@ -94,6 +95,13 @@ type IDTokenServices struct {
 // IDTokenService tells whether a service is available in this launch.
 type IDTokenService struct {
 	Available bool `json:"available"`
+}
+
+// IDTokenGroups is idtoken.services.groups: the Course Groups Service. GroupSets tells
+// whether the launch also names the group sets URL (Sakai's may not).
+type IDTokenGroups struct {
+	Available bool `json:"available"`
+	GroupSets bool `json:"groupSets"`
 }
 
 // IDTokenDeepLinking is idtoken.services.deepLinking; the settings are filled only
@@ -189,6 +197,9 @@ func SimplifiedIDToken(c *Claims, p PlatformInfo) *IDToken {
 	s.NamesAndRoles.Available = c.NRPS != nil && c.NRPS.ContextMembershipsURL != ""
 	if a := c.AGS; a != nil && (a.LineItems != "" || a.LineItem != "") {
 		s.AssignmentAndGrades = IDTokenAGS{Available: true, Scopes: nonNil(a.Scope), LineItemID: a.LineItem}
+	}
+	if g := c.Groups; g != nil && g.ContextGroupsURL != "" {
+		s.Groups = IDTokenGroups{Available: true, GroupSets: g.ContextGroupSetsURL != ""}
 	}
 	t.AssetProcessor = assetProcessorToken(&c.AssetProcessor)
 	return t

@@ -69,6 +69,7 @@ func TestSimplifiedIDTokenResourceLink(t *testing.T) {
 	    "assignmentAndGrades": {"available": true,
 	      "scopes": ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem", "https://purl.imsglobal.org/spec/lti-ags/scope/score"],
 	      "lineItemId": "https://platform.example.edu/api/lti/courses/3/line_items/1"},
+	    "groups": {"available": false, "groupSets": false},
 	    "outcomes": {"available": false}
 	  }
 	}`)
@@ -107,6 +108,7 @@ func TestSimplifiedIDTokenDeepLinking(t *testing.T) {
 	      "title": "This is the default title", "text": "This is the default text"},
 	    "namesAndRoles": {"available": false},
 	    "assignmentAndGrades": {"available": true, "scopes": ["https://purl.imsglobal.org/spec/lti-ags/scope/score"]},
+	    "groups": {"available": false, "groupSets": false},
 	    "outcomes": {"available": false}
 	  }
 	}`)

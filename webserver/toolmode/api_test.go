@@ -73,13 +73,14 @@ func TestIDToken(t *testing.T) {
 }
 
 // A deep-linking request without target_link_uri (as in the certification suite) shows
-// the login's target; a launch without NRPS or AGS has no service key.
+// the login's target; a launch without NRPS, AGS or groups has no service key.
 func TestIDTokenOfADeepLinkingLaunchWithoutServices(t *testing.T) {
 	rg := newRig(t)
 	ltik := rg.deepLinkingLaunch(t, func(c map[string]any) {
 		delete(c, ltiClaim+"target_link_uri")
 		delete(c, "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice")
 		delete(c, "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
+		delete(c, "https://purl.imsglobal.org/spec/lti-gs/claim/groupsservice")
 	})
 	tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(ltik), nil).JSON(t)
 	launch := tok["launch"].(map[string]any)

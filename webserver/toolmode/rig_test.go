@@ -188,6 +188,8 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 		"DELETE /api/lineitems/{id}":      t.RequireService(http.HandlerFunc(t.DeleteLineItem)),
 		"POST /api/lineitems/{id}/scores": t.RequireService(http.HandlerFunc(t.PostScore)),
 		"GET /api/lineitems/{id}/scores":  t.RequireService(http.HandlerFunc(t.Scores)),
+		"GET /api/groups":                 t.RequireService(http.HandlerFunc(t.Groups)),
+		"GET /api/groupsets":              t.RequireService(http.HandlerFunc(t.GroupSets)),
 		"POST /api/deeplinking/form":      t.RequireLtik(http.HandlerFunc(t.DeepLinkingForm)),
 		"POST /api/deeplinking":           t.RequireLtik(http.HandlerFunc(t.DeepLinkingMessage)),
 		"POST /api/deeplinking/message":   t.RequireLtik(http.HandlerFunc(t.DeepLinkingMessage)),

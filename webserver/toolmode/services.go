@@ -44,6 +44,9 @@ type grant struct {
 	ReportScope string            `json:"rs,omitempty"`
 	EulaURL     string            `json:"eu,omitempty"`
 	EulaScopes  []string          `json:"es,omitempty"`
+	// The Course Groups Service URLs (the sets URL only with the groups URL).
+	GroupsURL    string `json:"gr,omitempty"`
+	GroupSetsURL string `json:"gs,omitempty"`
 	// From an ltik only (never sealed in a service key): the launch itself.
 	launch *Launch
 	claims *lti.Claims
@@ -60,14 +63,30 @@ func grantFromClaims(platformUID string, l *Launch, c *lti.Claims) *grant {
 	if c.AGS != nil {
 		g.LineItemsURL, g.LineItemURL, g.AGSScopes = c.AGS.LineItems, c.AGS.LineItem, c.AGS.Scope
 	}
+	if c.Groups != nil && c.Groups.ContextGroupsURL != "" {
+		g.GroupsURL, g.GroupSetsURL = c.Groups.ContextGroupsURL, c.Groups.ContextGroupSetsURL
+	}
 	g.addAssetProcessor(&c.AssetProcessor)
 	return g
 }
 
-// hasServices: a service key is issued only when NRPS, AGS, or an Asset Processor or EULA
-// service is available.
+// hasServices: a service key is issued only when NRPS, AGS, groups, or an Asset Processor
+// or EULA service is available.
 func (g *grant) hasServices() bool {
-	return g.MembershipsURL != "" || g.LineItemsURL != "" || g.LineItemURL != "" || g.hasAssetProcessor()
+	return g.MembershipsURL != "" || g.LineItemsURL != "" || g.LineItemURL != "" || g.GroupsURL != "" ||
+		g.hasAssetProcessor()
+}
+
+// groupsScope is what the groups service claim grants: its URL implies the scope, as the
+// NRPS claim's does (Sakai's claim may carry no scope array).
+var groupsScope = []string{advantage.ScopeGroupReadOnly}
+
+// impliedScopes are the scopes the launch's other service claims grant.
+func (g *grant) impliedScopes() []string {
+	if g.GroupsURL != "" {
+		return groupsScope
+	}
+	return nil
 }
 
 type grantKey struct{}
@@ -210,7 +229,7 @@ func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform,
 		Key:          p.Key.Private,
 		// The client refuses scopes the launch did not grant (T-AGS-02) and item ids off
 		// the launch's service hosts: the token goes nowhere else.
-		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != ""),
+		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != "", g.impliedScopes()...),
 		ServiceURLs:  urls,
 	}, p, nil
 }
