@@ -163,14 +163,14 @@ func TestAssetProcessorSimplifiedToken(t *testing.T) {
 				Scopes    []string
 			}
 		}
-		ForUser struct{ ID string }
+		Launch struct{ ForUser struct{ ID string } }
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
 	ap := got.AssetProcessor
 	if ap.Activity.ID != apActivity || ap.Activity.Title != "Essay 1" || ap.Submission.ID != apSubmission ||
-		ap.Report.AssetID != apAssetID || ap.Report.Type != "originality" || got.ForUser.ID == "" {
+		ap.Report.AssetID != apAssetID || ap.Report.Type != "originality" || got.Launch.ForUser.ID == "" {
 		t.Fatalf("token: %s", b)
 	}
 	if len(ap.Assets) != 1 || ap.Assets[0]["id"] != apAssetID || ap.Assets[0]["filename"] != "essay.docx" || ap.Assets[0]["url"] != nil {

@@ -584,7 +584,7 @@ func TestVerifyDeepLinkingResponseItemPaths(t *testing.T) {
 		want  string
 	}{
 		{[]any{canvas[0], canvas[1], map[string]any{"type": "video", "url": "https://x.example"}}, nil,
-			`content_items[2].type: "video" is not link, ltiResourceLink, file, html, image or a fully-qualified URL`},
+			`content_items[2].type: "video" is not link, ltiResourceLink, file, html, image, ltiAssetProcessor or a fully-qualified URL`},
 		{[]any{canvas[0], canvas[1], canvas[2]}, func(r *DeepLinkingRequest) { r.AcceptTypes = []string{"link", "ltiResourceLink"} },
 			`content_items[2].type: "html" is not in the platform's accept_types`},
 		{[]any{canvas[0], canvas[1]}, func(r *DeepLinkingRequest) { r.AcceptMultiple = false },
