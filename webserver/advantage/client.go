@@ -248,6 +248,8 @@ func targetOf(op string) string {
 		return outbound.TargetNRPS
 	case "request":
 		return outbound.TargetOther
+	case "noticehandlers":
+		return outbound.TargetPNS
 	}
 	return outbound.TargetAGS
 }

@@ -81,6 +81,9 @@ type ToolConfig struct {
 	CustomParameters map[string]string
 	// CanvasPrivacyLevel is anonymous, name_only, email_only or public; empty means public.
 	CanvasPrivacyLevel string
+	// Notices asks for the Platform Notification Service scope (a notice webhook is
+	// configured): see notices.go.
+	Notices bool
 }
 
 // Validate reports a ToolConfig that BuildRegistration would turn into a registration the

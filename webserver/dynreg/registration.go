@@ -84,7 +84,7 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, key
 		"client_name":                tc.name(),
 		"jwks_uri":                   tc.keySet(keySetID),
 		"token_endpoint_auth_method": "private_key_jwt",
-		"scope":                      strings.Join(requestedScopes(pc), " "),
+		"scope":                      strings.Join(requestedScopes(pc, tc.scopes()), " "),
 		KeyToolConfiguration:         toolConf,
 	}
 	if tc.LogoURL != "" {
@@ -93,13 +93,13 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, key
 	return reg
 }
 
-// requestedScopes is Scopes, less those a platform that lists its scopes does not list.
-func requestedScopes(pc *PlatformConfig) []string {
+// requestedScopes is scopes (the tool's), less those a platform that lists its scopes does not list.
+func requestedScopes(pc *PlatformConfig, scopes []string) []string {
 	if pc == nil || len(pc.ScopesSupported) == 0 {
-		return slices.Clone(Scopes)
+		return slices.Clone(scopes)
 	}
 	var out []string
-	for _, s := range Scopes {
+	for _, s := range scopes {
 		if slices.Contains(pc.ScopesSupported, s) {
 			out = append(out, s)
 		}

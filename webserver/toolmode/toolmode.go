@@ -40,6 +40,8 @@ type Options struct {
 	// Deployments, when set, is told the deployment of every successful launch, so
 	// deployments a registration did not name are recorded.
 	Deployments DeploymentRecorder
+	// Notices configure the Platform Notification Service (notices.go).
+	Notices NoticeOptions
 }
 
 // DeploymentRecorder learns the deployments launches come from (onboarding records them on
