@@ -10,7 +10,9 @@ import (
 func TestBuildRegistrationNoticeScope(t *testing.T) {
 	tool := testTool
 	tool.Notices = true
-	scope := func(tc ToolConfig, pc *PlatformConfig) string { return BuildRegistration(tc, pc, nil, "")["scope"].(string) }
+	scope := func(tc ToolConfig, pc *PlatformConfig) string {
+		return BuildRegistration(tc, pc, nil, "")["scope"].(string)
+	}
 	if got := scope(tool, nil); got != strings.Join(Scopes, " ")+" "+ScopeNoticeHandlers {
 		t.Errorf("notices on: %q", got)
 	}
