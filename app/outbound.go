@@ -22,8 +22,8 @@ type outboundClients struct {
 	advantage *http.Client
 	// oauth is the OAuth2 broker's, which follows no redirect at all.
 	oauth *http.Client
-	// webhook is the policy of notice deliveries to the integrator: https unless in dev
-	// mode, like every configured URL.
+	// webhook is the policy of notice deliveries to the integrator. Its URLs are configured
+	// (notices.webhookUrl, spec.noticeWebhookUrl) and had their scheme checked there.
 	webhook outbound.Policy
 }
 
@@ -46,6 +46,6 @@ func newOutboundClients(cfg *config.Config) (outboundClients, error) {
 		keySets:   outbound.NewClient(with(registered, outbound.TargetJWKS)),
 		advantage: advantage.HTTPClient(with(registered, outbound.TargetToken)),
 		oauth:     outbound.NewClient(with(registered, outbound.TargetOAuth)),
-		webhook:   with(base, outbound.TargetWebhook),
+		webhook:   with(registered, outbound.TargetWebhook),
 	}, nil
 }

@@ -61,6 +61,7 @@ type LMS struct {
 	dl   []dlRequest
 	dr   *dynReg      // dynamic registration (dynreg.go)
 	oa   *oauthServer // the REST API's OAuth2 authorization server (oauth.go)
+	pns  *pnsState    // the Platform Notification Service (pns.go)
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -114,6 +115,7 @@ func (l *LMS) Handler() http.Handler {
 	l.serviceRoutes(mux)
 	l.dynRegRoutes(mux)
 	l.oauthRoutes(mux)
+	l.pnsRoutes(mux)
 	return mux
 }
 
@@ -180,6 +182,7 @@ func (l *LMS) authorize(w http.ResponseWriter, r *http.Request) {
 		hint.Target = l.ToolRedirectURI
 	}
 	claims := l.Claims(q.Get("login_hint"), q.Get("nonce"), hint.Target)
+	l.addPNSClaim(claims)
 	if hint.Message == "LtiDeepLinkingRequest" {
 		l.MakeDeepLinking(claims)
 	}

@@ -268,7 +268,7 @@ func (l *LMS) token(w http.ResponseWriter, r *http.Request) {
 	}
 	grantable := l.GrantableScopes
 	if grantable == nil {
-		grantable = AllScopes()
+		grantable = l.defaultScopes()
 	}
 
 	l.mu.Lock()
