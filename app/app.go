@@ -265,9 +265,10 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		return nil, fmt.Errorf("notices: %w", err)
 	}
 	tool, err := toolmode.New(toolmode.Options{
+		Notices:   noticeOpts,
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
-		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, Notices: noticeOpts,
+		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration,
 	}, reg, registry.NewPeerKeys(out.keySets), keyring, replays, apiKey, advantage.NewClient(out.advantage))
 	if err != nil {
 		return nil, err

@@ -182,10 +182,10 @@ func (l *LMS) authorize(w http.ResponseWriter, r *http.Request) {
 		hint.Target = l.ToolRedirectURI
 	}
 	claims := l.Claims(q.Get("login_hint"), q.Get("nonce"), hint.Target)
-	l.addPNSClaim(claims)
 	if hint.Message == "LtiDeepLinkingRequest" {
 		l.MakeDeepLinking(claims)
 	}
+	l.addPNSClaim(claims)
 	token, err := l.Sign(claims, nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
