@@ -255,12 +255,18 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 			PublicURL: cfg.PublicURL, Name: cfg.ToolName, Description: cfg.ToolDescription, LogoURL: cfg.ToolLogoURL,
 			DeepLinking: cfg.DeepLinkingURL != "", CanvasPrivacyLevel: cfg.CanvasPrivacyLevel,
 			AssetProcessor: cfg.AssetProcessor.Enabled,
+			Notices:        cfg.Notices.WebhookURL != "",
 		},
 		Namespace: cfg.Namespace, AutoActivate: cfg.RegistrationAutoActivate, PreApprovalURL: cfg.PreApprovalURL,
 		Outbound:   out.dynReg,
 		MaxPending: cfg.DynamicRegistration.MaxPending, RegistrationToken: registrationToken,
 	}, reg, mgr.GetClient(), keyring, replays)
+	noticeOpts, err := notices(ctx, restCfg, mgr, cfg, out.webhook)
+	if err != nil {
+		return nil, fmt.Errorf("notices: %w", err)
+	}
 	tool, err := toolmode.New(toolmode.Options{
+		Notices:   noticeOpts,
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
@@ -343,6 +349,6 @@ func rateLimits(cfg *config.Config) webserver.RateLimits {
 	r := cfg.RateLimits
 	return webserver.RateLimits{
 		Launch: lim(r.Launch), Register: lim(r.Register), PlatformAuthorize: lim(r.PlatformAuthorize),
-		PlatformToken: lim(r.PlatformToken), OAuth: lim(r.OAuth), TrustedProxies: cfg.TrustedProxyPrefixes(),
+		PlatformToken: lim(r.PlatformToken), OAuth: lim(r.OAuth), Notices: lim(r.Notices), TrustedProxies: cfg.TrustedProxyPrefixes(),
 	}
 }

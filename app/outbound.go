@@ -24,6 +24,9 @@ type outboundClients struct {
 	oauth *http.Client
 	// assets downloads Asset Processor assets: advantage's policy, a longer timeout.
 	assets *http.Client
+	// webhook is the policy of notice deliveries to the integrator. Its URLs are configured
+	// (notices.webhookUrl, spec.noticeWebhookUrl) and had their scheme checked there.
+	webhook outbound.Policy
 }
 
 func newOutboundClients(cfg *config.Config) (outboundClients, error) {
@@ -46,6 +49,7 @@ func newOutboundClients(cfg *config.Config) (outboundClients, error) {
 		advantage: advantage.HTTPClient(with(registered, outbound.TargetToken)),
 		oauth:     outbound.NewClient(with(registered, outbound.TargetOAuth)),
 		assets:    advantage.HTTPClient(assetPolicy(registered, cfg)),
+		webhook:   with(registered, outbound.TargetWebhook),
 	}, nil
 }
 

@@ -320,6 +320,11 @@ func (r *PlatformRegistrationReconciler) checkSpec(reg *ltiv1.PlatformRegistrati
 			return &problem{ltiv1.ReasonInsecureURL, fmt.Sprintf("spec.%s: %v.", f.field, err)}
 		}
 	}
+	if u := string(reg.Spec.NoticeWebhookURL); u != "" {
+		if err := urls.Check(u, allowHTTP); err != nil {
+			return &problem{ltiv1.ReasonInsecureURL, fmt.Sprintf("spec.noticeWebhookUrl: %v.", err)}
+		}
+	}
 	if err := registration.ValidateKey(reg.Spec.AuthConfig, allowHTTP, registration.OwnerPlatform); err != nil {
 		return &problem{ltiv1.ReasonInvalidAuthConfig, fmt.Sprintf("spec.authConfig: %v.", err)}
 	}

@@ -24,6 +24,7 @@ var rateLimited = map[string]string{
 	"POST " + paths.PlatformToken:     "platformToken",
 	"GET /oauth/start/{platformId}":   "oauth",
 	"GET /oauth/callback":             "oauth",
+	"POST " + paths.Notices:           "notices",
 }
 
 // rateLimits wraps the limited routes in their group's middleware.
@@ -42,12 +43,15 @@ func newRateLimits(o RateLimits, platform *platformmode.Platform) *rateLimits {
 		e.OAuth = "temporarily_unavailable"
 		platform.TokenError(w, e)
 	}
+	// The notice endpoint answers platforms' servers: the envelope, never a page.
+	apiError := func(w http.ResponseWriter, _ *http.Request, secs int) { httpapi.WriteError(w, rateLimitedError(secs)) }
 	return &rateLimits{groups: map[string]func(http.Handler) http.Handler{
 		"launch":            l.Group(o.Launch).Middleware(page),
 		"register":          l.Group(o.Register).Middleware(page),
 		"platformAuthorize": l.Group(o.PlatformAuthorize).Middleware(page),
 		"platformToken":     l.Group(o.PlatformToken).Middleware(token),
 		"oauth":             l.Group(o.OAuth).Middleware(page),
+		"notices":           l.Group(o.Notices).Middleware(apiError),
 	}}
 }
 

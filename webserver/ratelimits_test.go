@@ -23,6 +23,7 @@ var unauthenticated = map[string]bool{
 	"GET /lti/login": true, "POST /lti/login": true, "POST /lti/launch": true, "POST /lti/launch/complete": true,
 	"GET /lti/register": true, "GET /lti/register/{token}": true, "GET /lti/platform/authorize": true, "POST /lti/platform/authorize": true,
 	"POST /lti/platform/token": true, "GET /oauth/start/{platformId}": true, "GET /oauth/callback": true,
+	"POST /lti/notices/{platformId}": true,
 }
 
 type testClock struct {
@@ -61,7 +62,7 @@ func TestRateLimitedRouteSet(t *testing.T) {
 	one := ratelimit.Limit{Rate: 1, Burst: 1}
 	clock := &testClock{t: time.Unix(1_700_000_000, 0)}
 	srv := webserver.New(webserver.Options{MaxBodyBytes: 1 << 20, RateLimits: webserver.RateLimits{
-		Launch: one, Register: one, PlatformAuthorize: one, PlatformToken: one, OAuth: one, Now: clock.now,
+		Launch: one, Register: one, PlatformAuthorize: one, PlatformToken: one, OAuth: one, Notices: one, Now: clock.now,
 	}}, webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.NotFoundHandler(), KeySet: http.NotFoundHandler()})
 	seen := map[string]bool{}
 	for i, rt := range srv.Routes() {

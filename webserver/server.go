@@ -48,6 +48,7 @@ type RateLimits struct {
 	PlatformAuthorize ratelimit.Limit // /lti/platform/authorize
 	PlatformToken     ratelimit.Limit // /lti/platform/token
 	OAuth             ratelimit.Limit // /oauth/start/{platformId}, /oauth/callback
+	Notices           ratelimit.Limit // /lti/notices/{platformId}
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
 	// MaxClients bounds the buckets kept (ratelimit.DefaultMaxClients when 0).
@@ -136,6 +137,10 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		{"POST", "/api/deeplinking/form", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingForm))},
 		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
 		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
+		{"GET", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.NoticeHandlers))},
+		{"PUT", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.SetNoticeHandler))},
+		{"DELETE", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.DeleteNoticeHandler))},
+		{"POST", paths.Notices, http.HandlerFunc(tool.Notices)},
 		{"GET", paths.Register, http.HandlerFunc(d.Onboarding.Register)},
 		{"GET", paths.RegisterWithToken, http.HandlerFunc(d.Onboarding.RegisterWithToken)},
 		{"GET", paths.CanvasConfiguration, http.HandlerFunc(d.Onboarding.CanvasConfiguration)},

@@ -88,6 +88,11 @@ type PlatformRegistrationSpec struct {
 	// +kubebuilder:validation:items:MaxLength=255
 	DeploymentIDs []string `json:"deploymentIds,omitempty"`
 
+	// NoticeWebhookURL, when set, is where this platform's notices (LTI Platform
+	// Notification Service) are delivered, instead of the operator's noticeWebhookUrl.
+	// +optional
+	NoticeWebhookURL EndpointURL `json:"noticeWebhookUrl,omitempty"`
+
 	// Active says whether launches from this platform are accepted.
 	// +optional
 	// +kubebuilder:default=true

@@ -31,6 +31,7 @@ type demoLMS struct {
 	ltiop  string
 	apiKey string
 	srv    *http.Server
+	hooks  *hookLog // the demo integrator's webhook (notices.go)
 }
 
 const registrationName = "lms-simulator"
@@ -47,10 +48,13 @@ func startDemoLMS(listen, ltiopURL, apiKey string) (*demoLMS, error) {
 	}
 	sim.ToolLoginURL, sim.ToolRedirectURI = ltiopURL+paths.Login, ltiopURL+paths.Launch
 	sim.EnableServices(ltiopURL + paths.KeySet(registrationName)) // rosters, grades and deep linking, verified with its key set
-	d := &demoLMS{sim: sim, base: base, ltiop: ltiopURL, apiKey: apiKey}
+	// Platform notices (notices.go).
+	sim.EnablePNS(nil)
+	d := &demoLMS{sim: sim, base: base, ltiop: ltiopURL, apiKey: apiKey, hooks: newHookLog()}
 	mux := http.NewServeMux()
 	mux.Handle("/", sim.Handler())
 	mux.HandleFunc("GET /app/launch", d.appLaunch)
+	mux.HandleFunc("POST "+webhookPath, d.appWebhook)
 	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = d.srv.Serve(ln) }()
 	return d, nil

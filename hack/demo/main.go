@@ -94,6 +94,8 @@ func run() error {
 			"LTIOP_NAMESPACE": namespace, "LTIOP_PUBLIC_URL": publicURL, "LTIOP_LISTEN": listen,
 			"LTIOP_METRICS_LISTEN": "0", "LTIOP_DEV_MODE": "true",
 			"LTIOP_LAUNCH_URL": lms.launchURL(), "LTIOP_DEEP_LINKING_URL": lms.launchURL(),
+			// Platform notices go to the demo integrator's webhook.
+			"LTIOP_NOTICE_WEBHOOK_URL": lms.webhookURL(),
 			// Platform mode: the integrator's pages that answer tool launches.
 			"LTIOP_PLATFORM_LAUNCH_URL":              plat.launchURL(),
 			"LTIOP_PLATFORM_DEEP_LINKING_URL":        plat.deepLinkingURL(),
@@ -204,6 +206,13 @@ func run() error {
 	if err := lms.assetProcessor(ctx); err != nil {
 		return fmt.Errorf("the demo's Asset Processor calls failed: %w", err)
 	}
+	handler, hook, err := lms.notices(ctx, ltik)
+	if err != nil {
+		return fmt.Errorf("the demo's notices failed: %w", err)
+	}
+	fmt.Printf("\nPUT /api/notices/handlers registered ltiop's notice endpoint with the LMS (Platform Notification Service):\n\n%s\n", handler)
+	fmt.Printf("\nThe LMS sent a signed LtiAssetProcessorSubmissionNotice; ltiop validated it and the demo integrator's webhook\n"+
+		"received (Standard Webhooks signature verified):\n\n%s", hook)
 
 	if err := plat.register(ctx, k8s, cfg.Namespace); err != nil {
 		return fmt.Errorf("registering the demo tool: %w", err)
@@ -249,7 +258,7 @@ func seed(ctx context.Context, k8s client.Client, root string, cfg *config.Confi
 	}
 	if err := k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.APIKeySecret},
-		StringData: map[string]string{cfg.APIKeySecretKey: apiKey},
+		StringData: map[string]string{cfg.APIKeySecretKey: apiKey, cfg.Notices.WebhookSecretKey: demoWebhookSecret},
 	}); err != nil {
 		return err
 	}

@@ -97,6 +97,8 @@ type Config struct {
 	// DynamicRegistration bounds what /lti/register, reachable without a credential, may
 	// write, and can require a registration token.
 	DynamicRegistration DynamicRegistration `json:"dynamicRegistration"`
+	// Notices configures the Platform Notification Service (notices.go).
+	Notices Notices `json:"notices"`
 	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard of
 	// every outbound call (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration). Dev
 	// mode implies OutboundAllowLoopback.
@@ -168,6 +170,8 @@ type RateLimits struct {
 	PlatformToken RateLimit `json:"platformToken"`
 	// OAuth: /oauth/start/{platformId}, /oauth/callback.
 	OAuth RateLimit `json:"oauth"`
+	// Notices: /lti/notices/{platformId}.
+	Notices RateLimit `json:"notices"`
 }
 
 // DefaultRateLimits are sized so that a whole school behind one NAT address does not
@@ -180,6 +184,7 @@ func DefaultRateLimits() RateLimits {
 		PlatformAuthorize: RateLimit{Rate: 50, Burst: 1000},
 		PlatformToken:     RateLimit{Rate: 20, Burst: 400},
 		OAuth:             RateLimit{Rate: 10, Burst: 400},
+		Notices:           DefaultNoticeRateLimit,
 	}
 }
 
@@ -227,6 +232,7 @@ func Default() Config {
 		ReplayStoreTimeout:  Duration{100 * time.Millisecond},
 		RateLimits:          DefaultRateLimits(),
 		DynamicRegistration: DefaultDynamicRegistration(),
+		Notices:             DefaultNotices(),
 		LogLevel:            logging.LevelInfo,
 		LogFormat:           logging.FormatJSON,
 	}
@@ -466,6 +472,7 @@ func (c *Config) Validate() error {
 	c.validateRateLimits(add)
 	c.validateDynamicRegistration(add)
 	c.validateAssetProcessor(add)
+	c.validateNotices(add)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}
@@ -501,7 +508,7 @@ func (c *Config) validateReplayStore(add func(string, ...any)) {
 // validateRateLimits checks each group's rate and burst, and the trusted proxy ranges.
 func (c *Config) validateRateLimits(add func(string, ...any)) {
 	for name, l := range map[string]RateLimit{"launch": c.RateLimits.Launch, "register": c.RateLimits.Register,
-		"platformAuthorize": c.RateLimits.PlatformAuthorize, "platformToken": c.RateLimits.PlatformToken, "oauth": c.RateLimits.OAuth} {
+		"platformAuthorize": c.RateLimits.PlatformAuthorize, "platformToken": c.RateLimits.PlatformToken, "oauth": c.RateLimits.OAuth, "notices": c.RateLimits.Notices} {
 		switch {
 		case l.Rate < 0 || l.Rate > 1e6 || l.Rate != l.Rate:
 			add("rateLimits.%s.rate: must be between 0 (off) and 1000000 requests a second, got %v", name, l.Rate)

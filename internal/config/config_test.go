@@ -88,6 +88,7 @@ func TestLoadDefaults(t *testing.T) {
 		DynamicRegistration: config.DynamicRegistration{MaxPending: 50, PendingExpiry: config.Duration{Duration: 7 * 24 * time.Hour},
 			TokenSecret: "ltiop-registration-token", TokenSecretKey: "token"},
 	}
+	withNoticeDefaults(&want)
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("Load with only the required settings:\n got %+v\nwant %+v", *cfg, want)
 	}
@@ -209,6 +210,7 @@ dynamicRegistration:
 					DynamicRegistration: config.DynamicRegistration{MaxPending: 10, PendingExpiry: config.Duration{Duration: 48 * time.Hour},
 						RequireToken: true, TokenSecret: "registration-token", TokenSecretKey: "token"},
 				}
+				withNoticeDefaults(&want)
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
 				}
@@ -261,6 +263,7 @@ dynamicRegistration:
 						return d
 					}(),
 				}
+				withNoticeDefaults(&want)
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
 				}
@@ -313,6 +316,7 @@ dynamicRegistration:
 						return d
 					}(),
 				}
+				withNoticeDefaults(&want)
 				if !reflect.DeepEqual(*c, want) {
 					t.Errorf("\n got %+v\nwant %+v", *c, want)
 				}

@@ -24,6 +24,13 @@ const (
 	TargetOther  = "other"
 )
 
+// Targets of the Platform Notification Service: notices delivered to the integrator's
+// webhook, and the platform's notice-handler endpoint.
+const (
+	TargetWebhook = "webhook"
+	TargetPNS     = "pns"
+)
+
 // Outcomes: the outcome label.
 const (
 	OutcomeSuccess     = "success"      // 2xx
@@ -38,7 +45,7 @@ const (
 var (
 	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ltiop_outbound_requests_total",
-		Help: "Outbound HTTP requests (each redirect is one) by target (jwks, token, nrps, ags, groups, dynreg, oauth) and outcome (success, redirect, client_error, server_error, refused, timeout, error).",
+		Help: "Outbound HTTP requests (each redirect is one) by target (jwks, token, nrps, ags, groups, dynreg, oauth, webhook, pns) and outcome (success, redirect, client_error, server_error, refused, timeout, error).",
 	}, []string{"target", "outcome"})
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ltiop_outbound_request_duration_seconds",

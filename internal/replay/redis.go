@@ -82,9 +82,9 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 		timeout = DefaultTimeout
 	}
 	// The time bound is ltiop's: every wait is cut at the attempt's deadline, go-redis
-	// does not retry on its own (Use retries once), and nothing but SET goes over the
-	// connection (RESP2, no CLIENT SETINFO, no maintenance notifications), which any
-	// Redis-protocol server understands.
+	// does not retry on its own (Use retries once), and nothing but SET (and EXISTS, for
+	// Seen) goes over the connection (RESP2, no CLIENT SETINFO, no maintenance
+	// notifications), which any Redis-protocol server understands.
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = timeout, timeout, timeout, timeout
 	opts.ContextTimeoutEnabled = true
 	opts.MaxRetries = -1

@@ -1,7 +1,7 @@
 // Package replay is where every single-use rule of ltiop is recorded: tool-mode states,
 // nonces and pending platform-storage launches, platform-mode nonces (the 30 s
 // DUPLICATE_NONCE window), payloads, client-assertion jtis and deep-linking responses,
-// OAuth one-time codes and states, and completed registrations.
+// OAuth one-time codes and states, completed registrations, and delivered platform notices.
 //
 // One Store is built by the composition root and shared by every handler. Two backends:
 // Memory, for one replica, and Redis, a Redis-protocol server (Redis 7, Valkey) that all

@@ -68,6 +68,7 @@ type LMS struct {
 	dr   *dynReg      // dynamic registration (dynreg.go)
 	oa   *oauthServer // the REST API's OAuth2 authorization server (oauth.go)
 	aps  *apState     // Asset Processor and EULA (assetprocessor.go)
+	pns  *pnsState    // the Platform Notification Service (pns.go)
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -122,6 +123,7 @@ func (l *LMS) Handler() http.Handler {
 	l.dynRegRoutes(mux)
 	l.oauthRoutes(mux)
 	l.assetProcessorRoutes(mux)
+	l.pnsRoutes(mux)
 	return mux
 }
 
@@ -204,6 +206,7 @@ func (l *LMS) authorize(w http.ResponseWriter, r *http.Request) {
 		l.MakeSubmissionReview(claims, hint.ForUser, hint.LineItem)
 	}
 	l.MakeAssetProcessorMessage(hint.Message, claims)
+	l.addPNSClaim(claims)
 	token, err := l.Sign(claims, nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -270,7 +270,7 @@ func (l *LMS) token(w http.ResponseWriter, r *http.Request) {
 	}
 	grantable := l.GrantableScopes
 	if grantable == nil {
-		grantable = append(AllScopes(), AssetProcessorScopes()...)
+		grantable = append(l.defaultScopes(), AssetProcessorScopes()...)
 	}
 
 	l.mu.Lock()

@@ -251,6 +251,8 @@ func targetOf(op string) string {
 		return outbound.TargetGroups
 	case "request":
 		return outbound.TargetOther
+	case "noticehandlers":
+		return outbound.TargetPNS
 	}
 	return outbound.TargetAGS
 }

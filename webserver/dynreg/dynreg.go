@@ -87,6 +87,9 @@ type ToolConfig struct {
 	// AssetProcessor offers the Asset Processor and EULA message types and asks for their
 	// scopes (assetprocessor.go).
 	AssetProcessor bool
+	// Notices asks for the Platform Notification Service scope (a notice webhook is
+	// configured): see notices.go.
+	Notices bool
 }
 
 // Validate reports a ToolConfig that BuildRegistration would turn into a registration the

@@ -85,7 +85,7 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, key
 		"client_name":                tc.name(),
 		"jwks_uri":                   tc.keySet(keySetID),
 		"token_endpoint_auth_method": "private_key_jwt",
-		"scope":                      strings.Join(append(requestedScopes(pc), tc.assetProcessorScopes(pc)...), " "),
+		"scope":                      strings.Join(append(requestedScopes(pc, tc.scopes()), tc.assetProcessorScopes(pc)...), " "),
 		KeyToolConfiguration:         toolConf,
 	}
 	if tc.LogoURL != "" {
@@ -94,13 +94,13 @@ func BuildRegistration(tc ToolConfig, pc *PlatformConfig, messages []string, key
 	return reg
 }
 
-// requestedScopes is Scopes, less those a platform that lists its scopes does not list.
-func requestedScopes(pc *PlatformConfig) []string {
+// requestedScopes is scopes (the tool's), less those a platform that lists its scopes does not list.
+func requestedScopes(pc *PlatformConfig, scopes []string) []string {
 	if pc == nil || len(pc.ScopesSupported) == 0 {
-		return slices.Clone(Scopes)
+		return slices.Clone(scopes)
 	}
 	var out []string
-	for _, s := range Scopes {
+	for _, s := range scopes {
 		if slices.Contains(pc.ScopesSupported, s) {
 			out = append(out, s)
 		}
@@ -177,7 +177,7 @@ func CanvasDeveloperKey(tc ToolConfig) map[string]any {
 		"oidc_initiation_url": tc.login(),
 		"target_link_uri":     launch,
 		"public_jwk_url":      tc.keys(),
-		"scopes":              append(canvasScopes(), tc.assetProcessorScopes(nil)...),
+		"scopes":              append(canvasScopes(tc), tc.assetProcessorScopes(nil)...),
 		"extensions": []any{map[string]any{
 			"platform":      "canvas.instructure.com",
 			"domain":        tc.domain(),
@@ -209,6 +209,6 @@ func SetPlacements(reg map[string]any, placements map[string][]string) {
 
 // canvasScopes are the Scopes a Canvas developer key may list: Canvas has no Course Groups
 // Service, and a key listing a scope Canvas does not know is refused.
-func canvasScopes() []string {
-	return slices.DeleteFunc(slices.Clone(Scopes), func(s string) bool { return s == ScopeGroups })
+func canvasScopes(tc ToolConfig) []string {
+	return slices.DeleteFunc(slices.Clone(tc.scopes()), func(s string) bool { return s == ScopeGroups })
 }

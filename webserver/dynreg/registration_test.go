@@ -236,7 +236,7 @@ func TestBuildRegistrationT_DR_04CanvasFixturePlacements(t *testing.T) {
 	if tc[KeyCanvasPrivacyLevel] != PrivacyNameOnly {
 		t.Errorf("privacy level = %v", tc[KeyCanvasPrivacyLevel])
 	}
-	if reg["scope"] != strings.Join(canvasScopes(), " ") {
+	if reg["scope"] != strings.Join(canvasScopes(testTool), " ") {
 		t.Errorf("scope = %v: Canvas lists all of ltiop's scopes but the groups scope", reg["scope"])
 	}
 	// Canvas advertising bare placement names, and a platform advertising none.

@@ -194,50 +194,60 @@ func splitCompact(token string) (compact, *apierr.Error) {
 // message type. It returns the claims, or the first failure. Replay (T-NONCE-03)
 // and state binding are the caller's.
 func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claims, *apierr.Error) {
-	t, e := splitCompact(token)
+	t, e := verifySigned(ctx, token, keys)
 	if e != nil {
 		return nil, e
 	}
-	// T-TOK-03 / T-TOK-04: alg is mandatory in a JWS header and must be RS256,
-	// checked before any key is looked up. none, HS* and everything else fail.
-	if !t.hasAlg {
-		return nil, errInvalidToken("The id_token header has no alg.")
-	}
-	if t.badAlg || t.header.alg != "RS256" {
-		return nil, newError(401, CodeInvalidAlgorithm, "T-TOK-04", "The id_token must be signed with RS256.")
-	}
-	// T-TOK-05: kid is required even when the key set has one key.
-	if t.header.kid == "" {
-		return nil, newError(401, CodeMissingKID, "T-TOK-05", "The id_token header has no kid.")
-	}
-	// T-TOK-08 / T-JWKS-03.
-	if keys == nil {
-		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "No key source is configured for the platform.")
-	}
-	pub, err := keys(ctx, t.header.kid)
-	switch {
-	case errors.Is(err, ErrUnknownKey):
-		return nil, &apierr.Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",
-			Description: "The platform's key set has no key with the id_token's kid.", Cause: err}
-	case err != nil:
-		return nil, &apierr.Error{Status: 503, Code: CodeKeySetUnavailable, Rule: "T-JWKS-03",
-			Description: "The platform's key set could not be obtained.", Cause: err}
-	case pub == nil:
-		return nil, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "The platform's key set could not be obtained.")
-	}
-	// T-TOK-10.
-	verified, err := verifyRS256(t.token, pub)
-	if err != nil || !bytes.Equal(verified, t.payload) {
-		return nil, &apierr.Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
-			Description: "The id_token signature is not valid.", Cause: err}
-	}
-
 	c := &Claims{Raw: t.payload}
 	c.decode(t.claims)
 	if e := check(c, &p); e != nil {
 		return nil, e
 	}
 	return c, nil
+}
+
+// verifySigned checks a platform-signed JWT up to its signature (T-TOK-03 to T-TOK-10):
+// structure, alg, kid, the key and the RS256 signature. Validate and ValidateNotice share it.
+func verifySigned(ctx context.Context, token string, keys KeyFunc) (compact, *apierr.Error) {
+	t, e := splitCompact(token)
+	if e != nil {
+		return compact{}, e
+	}
+	// T-TOK-03 / T-TOK-04: alg is mandatory in a JWS header and must be RS256,
+	// checked before any key is looked up. none, HS* and everything else fail.
+	if !t.hasAlg {
+		return compact{}, errInvalidToken("The id_token header has no alg.")
+	}
+	if t.badAlg || t.header.alg != "RS256" {
+		return compact{}, newError(401, CodeInvalidAlgorithm, "T-TOK-04", "The id_token must be signed with RS256.")
+	}
+	// T-TOK-05: kid is required even when the key set has one key.
+	if t.header.kid == "" {
+		return compact{}, newError(401, CodeMissingKID, "T-TOK-05", "The id_token header has no kid.")
+	}
+	// T-TOK-08 / T-JWKS-03.
+	if keys == nil {
+		return compact{}, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "No key source is configured for the platform.")
+	}
+	pub, err := keys(ctx, t.header.kid)
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return compact{}, &apierr.Error{Status: 401, Code: CodeUnknownKID, Rule: "T-TOK-08",
+			Description: "The platform's key set has no key with the id_token's kid.", Cause: err}
+	case err != nil:
+		return compact{}, &apierr.Error{Status: 503, Code: CodeKeySetUnavailable, Rule: "T-JWKS-03",
+			Description: "The platform's key set could not be obtained.", Cause: err}
+	case pub == nil:
+		return compact{}, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "The platform's key set could not be obtained.")
+	}
+	// T-TOK-10.
+	verified, err := verifyRS256(t.token, pub)
+	if err != nil || !bytes.Equal(verified, t.payload) {
+		return compact{}, &apierr.Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
+			Description: "The id_token signature is not valid.", Cause: err}
+	}
+
+	return t, nil
 }
 
 // verifyRS256 verifies the compact JWS token with pub and returns its payload, through
@@ -251,73 +261,8 @@ func verifyRS256(token string, pub *rsa.PublicKey) ([]byte, error) {
 
 // check runs the claim checks of Validate, after the signature.
 func check(c *Claims, p *Policy) *apierr.Error {
-	// T-TOK-11: byte-exact, no normalisation. An unconfigured policy accepts nothing.
-	switch {
-	case c.bad&badIss != 0:
-		return c.errorFor(badIss)
-	case p.Issuer == "" || c.Issuer != p.Issuer:
-		return errIssuer("The id_token issuer does not match the platform registration.")
-	}
-	// T-TOK-12: our client_id, and nothing but trusted extras.
-	if c.bad&badAud != 0 {
-		return c.errorFor(badAud)
-	}
-	if p.ClientID == "" || !c.Audience.Contains(p.ClientID) {
-		return errAudience("The id_token audience does not contain the client_id.")
-	}
-	for _, a := range c.Audience {
-		if a != p.ClientID && !slices.Contains(p.TrustedAudiences, a) {
-			return errAudience("The id_token audience contains an untrusted audience.")
-		}
-	}
-	// T-TOK-13.
-	switch {
-	case c.bad&badAzp != 0:
-		return c.errorFor(badAzp)
-	case c.AuthorizedParty != "" && c.AuthorizedParty != p.ClientID:
-		return errAzp("The id_token azp is not the client_id.")
-	case c.AuthorizedParty == "" && len(c.Audience) > 1:
-		return errAzp("The id_token has several audiences but no azp.")
-	}
-
-	now := p.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	skew := p.Skew
-	switch {
-	case skew == 0:
-		skew = DefaultSkew
-	case skew < 0:
-		skew = 0
-	}
-	maxAge := p.MaxAge
-	if maxAge <= 0 {
-		maxAge = DefaultMaxAge
-	}
-	// T-TOK-14.
-	if !c.HasExp {
-		if c.bad&badExp != 0 {
-			return c.errorFor(badExp)
-		}
-		return errExpired("The id_token has no exp.")
-	}
-	if !now.Before(time.Unix(c.ExpiresAt, 0).Add(skew)) {
-		return errExpired("The id_token has expired.")
-	}
-	// T-TOK-15.
-	if !c.HasIat {
-		if c.bad&badIat != 0 {
-			return c.errorFor(badIat)
-		}
-		return errIat("The id_token has no iat.")
-	}
-	iat := time.Unix(c.IssuedAt, 0)
-	if iat.After(now.Add(skew)) {
-		return errIat("The id_token was issued in the future.")
-	}
-	if now.Sub(iat) > maxAge {
-		return errIat("The id_token was issued too long ago.")
+	if e := checkEnvelope(c, p); e != nil {
+		return e
 	}
 	// T-NONCE-01 / T-NONCE-02.
 	if c.bad&badNonce != 0 {
@@ -398,6 +343,80 @@ func check(c *Claims, p *Policy) *apierr.Error {
 		case len(c.Context.ID) > MaxIdentifierLength:
 			return errTooLong("context.id", "T-TOK-21")
 		}
+	}
+	return nil
+}
+
+// checkEnvelope checks what every platform-signed JWT must match, a launch or a notice:
+// iss, aud, azp, exp and iat (T-TOK-11 to T-TOK-15).
+func checkEnvelope(c *Claims, p *Policy) *apierr.Error {
+	// T-TOK-11: byte-exact, no normalisation. An unconfigured policy accepts nothing.
+	switch {
+	case c.bad&badIss != 0:
+		return c.errorFor(badIss)
+	case p.Issuer == "" || c.Issuer != p.Issuer:
+		return errIssuer("The id_token issuer does not match the platform registration.")
+	}
+	// T-TOK-12: our client_id, and nothing but trusted extras.
+	if c.bad&badAud != 0 {
+		return c.errorFor(badAud)
+	}
+	if p.ClientID == "" || !c.Audience.Contains(p.ClientID) {
+		return errAudience("The id_token audience does not contain the client_id.")
+	}
+	for _, a := range c.Audience {
+		if a != p.ClientID && !slices.Contains(p.TrustedAudiences, a) {
+			return errAudience("The id_token audience contains an untrusted audience.")
+		}
+	}
+	// T-TOK-13.
+	switch {
+	case c.bad&badAzp != 0:
+		return c.errorFor(badAzp)
+	case c.AuthorizedParty != "" && c.AuthorizedParty != p.ClientID:
+		return errAzp("The id_token azp is not the client_id.")
+	case c.AuthorizedParty == "" && len(c.Audience) > 1:
+		return errAzp("The id_token has several audiences but no azp.")
+	}
+
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	skew := p.Skew
+	switch {
+	case skew == 0:
+		skew = DefaultSkew
+	case skew < 0:
+		skew = 0
+	}
+	maxAge := p.MaxAge
+	if maxAge <= 0 {
+		maxAge = DefaultMaxAge
+	}
+	// T-TOK-14.
+	if !c.HasExp {
+		if c.bad&badExp != 0 {
+			return c.errorFor(badExp)
+		}
+		return errExpired("The id_token has no exp.")
+	}
+	if !now.Before(time.Unix(c.ExpiresAt, 0).Add(skew)) {
+		return errExpired("The id_token has expired.")
+	}
+	// T-TOK-15.
+	if !c.HasIat {
+		if c.bad&badIat != 0 {
+			return c.errorFor(badIat)
+		}
+		return errIat("The id_token has no iat.")
+	}
+	iat := time.Unix(c.IssuedAt, 0)
+	if iat.After(now.Add(skew)) {
+		return errIat("The id_token was issued in the future.")
+	}
+	if now.Sub(iat) > maxAge {
+		return errIat("The id_token was issued too long ago.")
 	}
 	return nil
 }

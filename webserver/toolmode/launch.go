@@ -161,6 +161,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		TargetLinkURI: st.TargetLinkURI,
 	}
 	if g := grantFromClaims(record.PlatformUID, &record, claims); g.hasServices() {
+		g.PNSURL = g.pnsURL()
 		if record.ServiceKey, err = t.serviceKey(g); err != nil {
 			t.fail(w, r, sessions.ErrSealingNotReady)
 			return

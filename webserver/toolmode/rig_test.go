@@ -193,6 +193,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 		"POST /api/deeplinking/form":      t.RequireLtik(http.HandlerFunc(t.DeepLinkingForm)),
 		"POST /api/deeplinking":           t.RequireLtik(http.HandlerFunc(t.DeepLinkingMessage)),
 		"POST /api/deeplinking/message":   t.RequireLtik(http.HandlerFunc(t.DeepLinkingMessage)),
+		"POST " + paths.Notices:           http.HandlerFunc(t.Notices),
 	} {
 		mux.Handle(pattern, h)
 	}

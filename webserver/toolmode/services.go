@@ -47,6 +47,8 @@ type grant struct {
 	// The Course Groups Service URLs (the sets URL only with the groups URL).
 	GroupsURL    string `json:"gr,omitempty"`
 	GroupSetsURL string `json:"gs,omitempty"`
+	// PNSURL is the launch's platform_notification_service_url (set when a service key is sealed).
+	PNSURL string `json:"n,omitempty"`
 	// From an ltik only (never sealed in a service key): the launch itself.
 	launch *Launch
 	claims *lti.Claims
@@ -112,6 +114,8 @@ func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handle
 		switch {
 		case strings.EqualFold(scheme, "SERVICE-AUTH-V1") && allowServiceKey:
 			g, herr = t.openServiceKey(strings.TrimSpace(rest))
+		case strings.EqualFold(scheme, "NOTICE-AUTH-V1") && allowServiceKey:
+			g, herr = t.openNoticeKey(strings.TrimSpace(rest))
 		case strings.EqualFold(scheme, "LTIK-AUTH-V2"), strings.EqualFold(scheme, "LTIK-AUTH-V1"):
 			g, herr = t.openLtik(h)
 		case allowServiceKey:
@@ -170,7 +174,13 @@ func (t *Tool) openLtik(header string) (*grant, *httpapi.Error) {
 }
 
 func (t *Tool) openServiceKey(credential string) (*grant, *httpapi.Error) {
-	fail := httpapi.Errorf(http.StatusUnauthorized, CodeInvalidServiceAuth, "The API key or the service key is invalid.")
+	return t.openSealedGrant(credential, sessions.PurposeServiceKey,
+		httpapi.Errorf(http.StatusUnauthorized, CodeInvalidServiceAuth, "The API key or the service key is invalid."))
+}
+
+// openSealedGrant authenticates <API_KEY>:<sealed grant> for the purpose (a service key or a
+// notice key); fail is the answer to a wrong API key or token.
+func (t *Tool) openSealedGrant(credential, purpose string, fail *httpapi.Error) (*grant, *httpapi.Error) {
 	i := strings.LastIndexByte(credential, ':')
 	if i <= 0 || i == len(credential)-1 {
 		return nil, fail
@@ -181,7 +191,7 @@ func (t *Tool) openServiceKey(credential string) (*grant, *httpapi.Error) {
 		}
 		return nil, err
 	}
-	payload, _, err := t.keyring.Open(sessions.PurposeServiceKey, credential[i+1:], t.now())
+	payload, _, err := t.keyring.Open(purpose, credential[i+1:], t.now())
 	var g grant
 	if err == nil {
 		err = json.Unmarshal(payload, &g)

@@ -55,6 +55,8 @@ type Options struct {
 	// AssetTimeout is the time an asset download may take (the asset client's timeout); the
 	// response's write deadline is extended to match.
 	AssetTimeout time.Duration
+	// Notices configure the Platform Notification Service (notices.go).
+	Notices NoticeOptions
 }
 
 // DeploymentRecorder learns the deployments launches come from (onboarding records them on

@@ -1,0 +1,31 @@
+package dynreg
+
+import (
+	"strings"
+	"testing"
+)
+
+// With notices enabled, dynamic registration asks for the notice-handler scope (after the
+// others), still only where the platform lists it.
+func TestBuildRegistrationNoticeScope(t *testing.T) {
+	tool := testTool
+	tool.Notices = true
+	scope := func(tc ToolConfig, pc *PlatformConfig) string {
+		return BuildRegistration(tc, pc, nil, "")["scope"].(string)
+	}
+	if got := scope(tool, nil); got != strings.Join(Scopes, " ")+" "+ScopeNoticeHandlers {
+		t.Errorf("notices on: %q", got)
+	}
+	if got := scope(testTool, nil); strings.Contains(got, ScopeNoticeHandlers) {
+		t.Errorf("notices off, yet asked for: %q", got)
+	}
+	if got := scope(tool, &PlatformConfig{ScopesSupported: []string{ScopeNRPS, ScopeNoticeHandlers}}); got != ScopeNRPS+" "+ScopeNoticeHandlers {
+		t.Errorf("intersection: %q", got)
+	}
+	if got := scope(tool, &PlatformConfig{ScopesSupported: []string{ScopeNRPS}}); got != ScopeNRPS {
+		t.Errorf("a platform without PNS: %q", got)
+	}
+	if len(Scopes) != 5 {
+		t.Errorf("Scopes was changed: %v", Scopes)
+	}
+}
