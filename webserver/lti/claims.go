@@ -195,8 +195,9 @@ type Claims struct {
 	RoleScopeMentor []string
 	ForUser         *ForUser
 	// BasicOutcome and LTI1p1 are the LTI 1.1 legacy claims (legacy.go).
-	BasicOutcome *BasicOutcome
-	LTI1p1       *LTI1p1
+	BasicOutcome      *BasicOutcome
+	LTI1p1            *LTI1p1
+	LTI11LegacyUserID string
 
 	// Raw is the payload exactly as received (for /api/idtoken?raw=true and for
 	// claims this type does not model).

@@ -22,36 +22,12 @@ type BasicOutcome struct {
 // Issuer, Audience and DeploymentID of the token are signed with it.
 type LTI1p1 struct {
 	UserID, ConsumerKey, ConsumerKeySign, ResourceLinkID, ContextID, ToolConsumerInstanceGUID string
-	// LegacyUserID is the top-level lti11_legacy_user_id claim (Canvas sends it alone).
-	LegacyUserID string
 }
 
 func init() {
 	claimFields[ClaimBasicOutcome] = optional(func(c *Claims) **BasicOutcome { return &c.BasicOutcome }, decodeBasicOutcome)
-	claimFields[ClaimLTI1p1] = claimField{
-		decode: func(c *Claims, val string) {
-			legacy := ""
-			if c.LTI1p1 != nil {
-				legacy = c.LTI1p1.LegacyUserID
-			}
-			c.LTI1p1 = decodeLTI1p1(val)
-			if c.LTI1p1 != nil {
-				c.LTI1p1.LegacyUserID = legacy
-			}
-		},
-		reset: func(c *Claims) { c.LTI1p1 = nil }}
-	claimFields[ClaimLTI11LegacyUserID] = claimField{
-		decode: func(c *Claims, val string) {
-			if c.LTI1p1 == nil {
-				c.LTI1p1 = &LTI1p1{}
-			}
-			c.LTI1p1.LegacyUserID = optString(val)
-		},
-		reset: func(c *Claims) {
-			if c.LTI1p1 != nil {
-				c.LTI1p1.LegacyUserID = ""
-			}
-		}}
+	claimFields[ClaimLTI1p1] = optional(func(c *Claims) **LTI1p1 { return &c.LTI1p1 }, decodeLTI1p1)
+	claimFields[ClaimLTI11LegacyUserID] = optional(func(c *Claims) *string { return &c.LTI11LegacyUserID }, optString)
 }
 
 func decodeBasicOutcome(val string) *BasicOutcome {
