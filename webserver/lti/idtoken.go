@@ -14,6 +14,8 @@ type IDToken struct {
 	Platform   IDTokenPlatform `json:"platform"`
 	Launch     *IDTokenLaunch  `json:"launch,omitempty"`
 	Services   IDTokenServices `json:"services"`
+	// LTI11 is the launch's LTI 1.1 identity (legacy.go), when it has one.
+	LTI11 *IDTokenLTI11 `json:"lti11,omitempty"`
 }
 
 // IDTokenUser is idtoken.user. Roles are normalised (NormaliseRoles): never nil,
@@ -25,6 +27,8 @@ type IDTokenUser struct {
 	Name       string   `json:"name,omitempty"`
 	GivenName  string   `json:"givenName,omitempty"`
 	FamilyName string   `json:"familyName,omitempty"`
+	// LTI11LegacyUserID is the user's LTI 1.1 user_id, only when verified (legacy.go).
+	LTI11LegacyUserID string `json:"lti11LegacyUserId,omitempty"`
 }
 
 // IDTokenPlatform is idtoken.platform.

@@ -68,3 +68,16 @@ func decodeLTI1p1(val string) *LTI1p1 {
 	}
 	return l
 }
+
+// IDTokenLTI11 is idtoken.lti11: the LTI 1.1 identifiers of the launch. Status says how far
+// they are vouched for (package lti11: VERIFIED, LTI11_LAUNCH, UNSIGNED, NO_SECRET,
+// CONSUMER_KEY_MISMATCH, INVALID_SIGNATURE); Verified is true only for the first two.
+type IDTokenLTI11 struct {
+	Verified                 bool   `json:"verified"`
+	Status                   string `json:"status"`
+	ConsumerKey              string `json:"consumerKey,omitempty"`
+	UserID                   string `json:"userId,omitempty"`
+	ResourceLinkID           string `json:"resourceLinkId,omitempty"`
+	ContextID                string `json:"contextId,omitempty"`
+	ToolConsumerInstanceGUID string `json:"toolConsumerInstanceGuid,omitempty"`
+}

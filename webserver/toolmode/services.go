@@ -36,6 +36,9 @@ type grant struct {
 	LineItemsURL   string   `json:"i,omitempty"`
 	LineItemURL    string   `json:"l,omitempty"`
 	AGSScopes      []string `json:"s,omitempty"`
+	// Basic Outcomes (LTI 1.1, or the basicoutcome claim of a 1.3 launch).
+	OutcomeURL string `json:"o,omitempty"`
+	SourcedID  string `json:"r,omitempty"`
 	// From an ltik only (never sealed in a service key): the launch itself.
 	launch *Launch
 	claims *lti.Claims
@@ -51,6 +54,9 @@ func grantFromClaims(platformUID string, l *Launch, c *lti.Claims) *grant {
 	}
 	if c.AGS != nil {
 		g.LineItemsURL, g.LineItemURL, g.AGSScopes = c.AGS.LineItems, c.AGS.LineItem, c.AGS.Scope
+	}
+	if c.BasicOutcome != nil {
+		g.OutcomeURL, g.SourcedID = c.BasicOutcome.ServiceURL, c.BasicOutcome.SourcedID
 	}
 	return g
 }
