@@ -61,6 +61,7 @@ type LMS struct {
 	dl   []dlRequest
 	dr   *dynReg      // dynamic registration (dynreg.go)
 	oa   *oauthServer // the REST API's OAuth2 authorization server (oauth.go)
+	l11  *lti11State  // LTI 1.1 credentials and outcomes (lti11.go)
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -114,6 +115,7 @@ func (l *LMS) Handler() http.Handler {
 	l.serviceRoutes(mux)
 	l.dynRegRoutes(mux)
 	l.oauthRoutes(mux)
+	l.lti11Routes(mux)
 	return mux
 }
 
@@ -284,6 +286,7 @@ func (l *LMS) Sign(claims map[string]any, header map[string]any) (string, error)
 	if l.Customize != nil {
 		l.Customize(claims, h)
 	}
+	l.addLTI1p1(claims) // lti11.go: only once EnableLTI11 gave 1.1 credentials
 	l.rememberDeepLinking(claims)
 	payload, err := json.Marshal(claims)
 	if err != nil {
