@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ltiop/ltiop/webserver/lti11"
+	"github.com/ltiop/ltiop/internal/oauth1"
+	"github.com/ltiop/ltiop/internal/pox"
 )
 
 // LTI 1.1: after EnableLTI11 the platform also launches over LTI 1.1 (Launch11, and
@@ -73,8 +74,8 @@ func (l *LMS) Launch11(launchURL, user string, extra url.Values) url.Values {
 	for k, v := range extra {
 		form[k] = v
 	}
-	ps := lti11.Params{}.FromValues(form)
-	oauth, _ := lti11.Sign(http.MethodPost, launchURL, ps, key, secret, lti11.MethodHMACSHA1, randomHex(12),
+	ps := oauth1.Params{}.FromValues(form)
+	oauth, _ := oauth1.Sign(http.MethodPost, launchURL, ps, key, secret, oauth1.MethodHMACSHA1, randomHex(12),
 		strconv.FormatInt(time.Now().Unix(), 10), "")
 	for _, p := range oauth {
 		form.Set(p.Name, p.Value)
@@ -132,24 +133,24 @@ func (l *LMS) outcomes(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	info, perr := lti11.ParsePOXRequest(body)
+	info, perr := pox.ParseRequest(body)
 	op, msgID := "unknown", ""
 	if perr == nil {
 		op, msgID = info.Op, info.MessageID
 	}
 	fail := func(status int, description string) {
-		w.Header().Set("Content-Type", lti11.POXContentType)
+		w.Header().Set("Content-Type", pox.ContentType)
 		w.WriteHeader(status)
-		_, _ = w.Write(lti11.POXResponseBody(op, "lmssim-"+randomHex(4), msgID, "failure", description, ""))
+		_, _ = w.Write(pox.ResponseBody(op, "lmssim-"+randomHex(4), msgID, "failure", description, ""))
 	}
-	oauth, ok := lti11.ParseAuthorization(r.Header.Get("Authorization"))
+	oauth, ok := oauth1.ParseAuthorization(r.Header.Get("Authorization"))
 	if !ok {
 		fail(http.StatusUnauthorized, "OAuth Authorization header required")
 		return
 	}
 	ps := oauth.FromValues(r.URL.Query())
-	if e := lti11.RequireOAuth(ps); e != nil {
-		fail(http.StatusUnauthorized, e.Description)
+	if e := oauth1.Missing(ps); len(e) > 0 {
+		fail(http.StatusUnauthorized, "missing OAuth parameters: "+strings.Join(e, ", "))
 		return
 	}
 	if ps.Get("oauth_consumer_key") != key {
@@ -161,8 +162,8 @@ func (l *LMS) outcomes(w http.ResponseWriter, r *http.Request) {
 		signedURL += "?" + r.URL.RawQuery
 	}
 	now := time.Now()
-	if e := lti11.Verify(lti11.Request{Method: r.Method, URL: signedURL, Params: ps, Body: body, BodyHashed: true}, secret, now); e != nil {
-		fail(http.StatusUnauthorized, e.Code+": "+e.Description)
+	if e := oauth1.Check(oauth1.Request{Method: r.Method, URL: signedURL, Params: ps, Body: body, BodyHashed: true}, secret, now); e != nil {
+		fail(http.StatusUnauthorized, e.Error())
 		return
 	}
 	if perr != nil {
@@ -172,12 +173,12 @@ func (l *LMS) outcomes(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	st := l.l11
 	st.requests++
-	nonce := lti11.NonceKey(ps)
+	nonce := oauth1.NonceKey(ps)
 	_, seen := st.nonces[nonce]
 	if !seen {
 		if len(st.nonces) >= maxLTI11Nonces {
 			for k, at := range st.nonces {
-				if now.Sub(at) > lti11.NonceTTL {
+				if now.Sub(at) > oauth1.NonceTTL {
 					delete(st.nonces, k)
 				}
 			}
@@ -196,27 +197,27 @@ func (l *LMS) outcomes(w http.ResponseWriter, r *http.Request) {
 	score := ""
 	l.mu.Lock()
 	switch info.Op {
-	case lti11.OpReplace:
+	case pox.OpReplace:
 		v, err := strconv.ParseFloat(info.Score, 64)
-		if err != nil || !lti11.ValidScore(v) {
+		if err != nil || !pox.ValidScore(v) {
 			l.mu.Unlock()
 			fail(http.StatusOK, "the score must be a decimal from 0.0 to 1.0")
 			return
 		}
 		st.outcomes[info.SourcedID] = info.Score
-	case lti11.OpRead:
+	case pox.OpRead:
 		score = st.outcomes[info.SourcedID]
-	case lti11.OpDelete:
+	case pox.OpDelete:
 		delete(st.outcomes, info.SourcedID)
 	default:
 		l.mu.Unlock()
-		w.Header().Set("Content-Type", lti11.POXContentType)
-		_, _ = w.Write(lti11.POXResponseBody(op, "lmssim-"+randomHex(4), msgID, "unsupported", op+" is not supported", ""))
+		w.Header().Set("Content-Type", pox.ContentType)
+		_, _ = w.Write(pox.ResponseBody(op, "lmssim-"+randomHex(4), msgID, "unsupported", op+" is not supported", ""))
 		return
 	}
 	l.mu.Unlock()
-	w.Header().Set("Content-Type", lti11.POXContentType)
-	_, _ = w.Write(lti11.POXResponseBody(info.Op, "lmssim-"+randomHex(4), msgID, "success", info.Op+" done", score))
+	w.Header().Set("Content-Type", pox.ContentType)
+	_, _ = w.Write(pox.ResponseBody(info.Op, "lmssim-"+randomHex(4), msgID, "success", info.Op+" done", score))
 }
 
 // addLTI1p1 gives a 1.3 launch the lti1p1 migration claim, with oauth_consumer_key_sign
@@ -247,7 +248,7 @@ func (l *LMS) addLTI1p1(claims map[string]any) {
 	sub := str("sub")
 	claims[claimLTI1p1] = map[string]any{
 		"user_id": "legacy-" + sub, "oauth_consumer_key": key, "resource_link_id": "resource-link-1", "context_id": "course-42",
-		"oauth_consumer_key_sign": lti11.ConsumerKeySign(key, str("https://purl.imsglobal.org/spec/lti/claim/deployment_id"),
+		"oauth_consumer_key_sign": oauth1.ConsumerKeySign(key, str("https://purl.imsglobal.org/spec/lti/claim/deployment_id"),
 			str("iss"), aud, exp, str("nonce"), secret),
 	}
 }

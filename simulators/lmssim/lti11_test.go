@@ -10,28 +10,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ltiop/ltiop/webserver/lti11"
+	"github.com/ltiop/ltiop/internal/oauth1"
+	"github.com/ltiop/ltiop/internal/pox"
 )
 
 // postPOX sends a POX request to the simulator's outcomes service, signed with key and
 // secret over signedBody, but carrying body.
-func postPOX(t *testing.T, base, key, secret string, signedBody, body []byte, nonce string) *lti11.POXResponse {
+func postPOX(t *testing.T, base, key, secret string, signedBody, body []byte, nonce string) *pox.Response {
 	t.Helper()
-	oauth, err := lti11.Sign("POST", base+OutcomesPath, nil, key, secret, lti11.MethodHMACSHA256, nonce,
-		strconv.FormatInt(time.Now().Unix(), 10), lti11.BodyHash(signedBody))
+	oauth, err := oauth1.Sign("POST", base+OutcomesPath, nil, key, secret, oauth1.MethodHMACSHA256, nonce,
+		strconv.FormatInt(time.Now().Unix(), 10), oauth1.BodyHash(signedBody))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("POST", base+OutcomesPath, bytes.NewReader(body))
-	req.Header.Set("Authorization", lti11.Authorization(oauth))
-	req.Header.Set("Content-Type", lti11.POXContentType)
+	req.Header.Set("Authorization", oauth1.Authorization(oauth))
+	req.Header.Set("Content-Type", pox.ContentType)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	out, err := lti11.ParsePOXResponse(b)
+	out, err := pox.ParseResponse(b)
 	if err != nil {
 		t.Fatalf("%d %s: %v", res.StatusCode, b, err)
 	}
@@ -48,14 +49,14 @@ func TestOutcomesServiceChecksTheSignature(t *testing.T) {
 	}
 	srv.Config.Handler = l.Handler()
 	l.EnableLTI11("ck", "secret")
-	replace, _ := lti11.POXRequest(lti11.OpReplace, "m1", SourcedID("u"), lti11.Outcome{Score: 0.4})
-	other, _ := lti11.POXRequest(lti11.OpReplace, "m1", SourcedID("u"), lti11.Outcome{Score: 1})
+	replace, _ := pox.Request(pox.OpReplace, "m1", SourcedID("u"), pox.Outcome{Score: 0.4})
+	other, _ := pox.Request(pox.OpReplace, "m1", SourcedID("u"), pox.Outcome{Score: 1})
 
 	// LTI11-BODY-01: a body that is not the one hashed and signed.
-	if r := postPOX(t, srv.URL, "ck", "secret", replace, other, "n1"); r.Success() || !strings.Contains(r.Description, lti11.CodeBodyHashMismatch) {
+	if r := postPOX(t, srv.URL, "ck", "secret", replace, other, "n1"); r.Success() || !strings.Contains(r.Description, oauth1.ErrBodyHash.Error()) {
 		t.Fatalf("a changed body: %+v", r)
 	}
-	if r := postPOX(t, srv.URL, "ck", "wrong", replace, replace, "n2"); r.Success() || !strings.Contains(r.Description, lti11.CodeInvalidSignature) {
+	if r := postPOX(t, srv.URL, "ck", "wrong", replace, replace, "n2"); r.Success() || !strings.Contains(r.Description, oauth1.ErrInvalidSignature.Error()) {
 		t.Fatalf("a wrong secret: %+v", r)
 	}
 	if _, ok := l.Outcome(SourcedID("u")); ok {

@@ -11,9 +11,10 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/ltiop/ltiop/internal/oauth1"
 	"github.com/ltiop/ltiop/internal/outbound"
+	"github.com/ltiop/ltiop/internal/pox"
 	"github.com/ltiop/ltiop/internal/version"
-	"github.com/ltiop/ltiop/webserver/lti11"
 )
 
 // maxPOXBody bounds an LMS's Basic Outcomes answer.
@@ -25,8 +26,8 @@ const maxPOXBody = 64 << 10
 type OutcomeCall struct {
 	ServiceURL, SourcedID string
 	ConsumerKey, Secret   string
-	Op                    string // lti11.OpReplace, OpRead or OpDelete
-	Outcome               lti11.Outcome
+	Op                    string // pox.OpReplace, OpRead or OpDelete
+	Outcome               pox.Outcome
 	SignatureMethod       string // "" is HMAC-SHA1, which every LMS accepts
 }
 
@@ -44,7 +45,7 @@ func (e *OutcomeRefused) Error() string {
 // oauth_body_hash, through the same outbound policy as every LMS call (SSRF guard, timeout,
 // same-host redirects), and returns the LMS's answer when it is success. A refusal is an
 // *OutcomeRefused; a failed exchange an *UpstreamError.
-func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*lti11.POXResponse, error) {
+func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*pox.Response, error) {
 	const op = "outcomes"
 	if _, err := parseHTTPURL(call.ServiceURL); err != nil {
 		return nil, fmt.Errorf("advantage: %s: outcome service URL: %w", op, err)
@@ -53,7 +54,7 @@ func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*lti11.POX
 	if err != nil {
 		return nil, err
 	}
-	body, err := lti11.POXRequest(call.Op, messageID, call.SourcedID, call.Outcome)
+	body, err := pox.Request(call.Op, messageID, call.SourcedID, call.Outcome)
 	if err != nil {
 		return nil, fmt.Errorf("advantage: %s: %w", op, err)
 	}
@@ -63,10 +64,10 @@ func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*lti11.POX
 	}
 	method := call.SignatureMethod
 	if method == "" {
-		method = lti11.MethodHMACSHA1
+		method = oauth1.MethodHMACSHA1
 	}
-	oauth, err := lti11.Sign(http.MethodPost, call.ServiceURL, nil, call.ConsumerKey, call.Secret, method, nonce,
-		strconv.FormatInt(c.now().Unix(), 10), lti11.BodyHash(body))
+	oauth, err := oauth1.Sign(http.MethodPost, call.ServiceURL, nil, call.ConsumerKey, call.Secret, method, nonce,
+		strconv.FormatInt(c.now().Unix(), 10), oauth1.BodyHash(body))
 	if err != nil {
 		return nil, fmt.Errorf("advantage: %s: %w", op, err)
 	}
@@ -76,9 +77,9 @@ func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*lti11.POX
 	if err != nil {
 		return nil, fmt.Errorf("advantage: %s: %w", op, err)
 	}
-	req.Header.Set("Content-Type", lti11.POXContentType)
-	req.Header.Set("Accept", lti11.POXContentType)
-	req.Header.Set("Authorization", lti11.Authorization(oauth))
+	req.Header.Set("Content-Type", pox.ContentType)
+	req.Header.Set("Accept", pox.ContentType)
+	req.Header.Set("Authorization", oauth1.Authorization(oauth))
 	req.Header.Set("User-Agent", version.UserAgent())
 	res, err := c.hc.Do(req)
 	if err != nil {
@@ -93,7 +94,7 @@ func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*lti11.POX
 	if err != nil {
 		return nil, err
 	}
-	answer, err := lti11.ParsePOXResponse(b)
+	answer, err := pox.ParseResponse(b)
 	if err != nil {
 		return nil, &UpstreamError{Op: op, Status: res.StatusCode, Err: err}
 	}

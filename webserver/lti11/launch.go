@@ -1,7 +1,6 @@
 package lti11
 
 import (
-	"crypto/hmac"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -195,5 +194,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-func constantEqual(a, b string) bool { return hmac.Equal([]byte(a), []byte(b)) }

@@ -2,10 +2,8 @@ package lti11
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"strconv"
 
+	"github.com/ltiop/ltiop/internal/oauth1"
 	"github.com/ltiop/ltiop/webserver/lti"
 )
 
@@ -26,16 +24,6 @@ const (
 	StatusInvalid = "INVALID_SIGNATURE"
 )
 
-// ConsumerKeySign is oauth_consumer_key_sign of the LTI 1.3 Migration Guide: the base64
-// HMAC-SHA256, keyed with the 1.1 shared secret, of
-// oauth_consumer_key & deployment_id & iss & client_id & exp & nonce.
-func ConsumerKeySign(consumerKey, deploymentID, issuer, clientID string, exp int64, nonce, secret string) string {
-	base := consumerKey + "&" + deploymentID + "&" + issuer + "&" + clientID + "&" + strconv.FormatInt(exp, 10) + "&" + nonce
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(base))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
-}
-
 // Migration is the verdict on the lti1p1 claim of validated 1.3 claims c, for the
 // registration with client id clientID and 1.1 credentials (consumerKey, secret; empty when
 // it has none). ok is false when the launch carries no legacy claim at all.
@@ -54,7 +42,7 @@ func Migration(c *lti.Claims, clientID, consumerKey, secret string) (status stri
 	case !c.HasExp:
 		return StatusInvalid, true
 	}
-	want := ConsumerKeySign(l.ConsumerKey, c.DeploymentID, c.Issuer, clientID, c.ExpiresAt, c.Nonce, secret)
+	want := oauth1.ConsumerKeySign(l.ConsumerKey, c.DeploymentID, c.Issuer, clientID, c.ExpiresAt, c.Nonce, secret)
 	if !hmac.Equal([]byte(want), []byte(l.ConsumerKeySign)) {
 		return StatusInvalid, true
 	}

@@ -13,6 +13,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/pox"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/lti11"
@@ -231,8 +232,8 @@ func TestBasicOutcomes(t *testing.T) {
 		if r.URL.Path != lmssim.OutcomesPath {
 			return false
 		}
-		w.Header().Set("Content-Type", lti11.POXContentType)
-		_, _ = w.Write(lti11.POXResponseBody(lti11.OpReplace, "x", "y", "failure", "The assignment is closed.", ""))
+		w.Header().Set("Content-Type", pox.ContentType)
+		_, _ = w.Write(pox.ResponseBody(pox.OpReplace, "x", "y", "failure", "The assignment is closed.", ""))
 		return true
 	})
 	res := rg.call(t, nil, "PUT", "/api/outcomes", ltikAuth(ltik), map[string]any{"score": 0.5})

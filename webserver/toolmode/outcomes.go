@@ -6,9 +6,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/internal/pox"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
-	"github.com/ltiop/ltiop/webserver/lti11"
 )
 
 // CodeOutcomeRefused: the LMS answered the Basic Outcomes request with an imsx_codeMajor
@@ -27,7 +27,7 @@ const maxOutcomeText = 4096
 
 // ReadOutcome serves GET /api/outcomes: readResult of the launch's result.
 func (t *Tool) ReadOutcome(w http.ResponseWriter, r *http.Request) {
-	t.outcome(w, r, lti11.OpRead, lti11.Outcome{})
+	t.outcome(w, r, pox.OpRead, pox.Outcome{})
 }
 
 // ReplaceOutcome serves PUT and POST /api/outcomes: replaceResult with the body's score.
@@ -37,7 +37,7 @@ func (t *Tool) ReplaceOutcome(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	if in.Score == nil || math.IsNaN(*in.Score) || !lti11.ValidScore(*in.Score) {
+	if in.Score == nil || math.IsNaN(*in.Score) || !pox.ValidScore(*in.Score) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters,
 			"score: a number from 0 to 1 is required (Basic Outcomes scores are fractions)."))
 		return
@@ -46,15 +46,15 @@ func (t *Tool) ReplaceOutcome(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, "text: at most 4096 bytes."))
 		return
 	}
-	t.outcome(w, r, lti11.OpReplace, lti11.Outcome{Score: *in.Score, Text: in.Text})
+	t.outcome(w, r, pox.OpReplace, pox.Outcome{Score: *in.Score, Text: in.Text})
 }
 
 // DeleteOutcome serves DELETE /api/outcomes: deleteResult.
 func (t *Tool) DeleteOutcome(w http.ResponseWriter, r *http.Request) {
-	t.outcome(w, r, lti11.OpDelete, lti11.Outcome{})
+	t.outcome(w, r, pox.OpDelete, pox.Outcome{})
 }
 
-func (t *Tool) outcome(w http.ResponseWriter, r *http.Request, op string, o lti11.Outcome) {
+func (t *Tool) outcome(w http.ResponseWriter, r *http.Request, op string, o pox.Outcome) {
 	g := grantFrom(r.Context())
 	if g.OutcomeURL == "" || g.SourcedID == "" {
 		httpapi.WriteError(w, notAvailable("Basic Outcomes are not available in this launch (no lis_outcome_service_url and lis_result_sourcedid)."))
@@ -87,7 +87,7 @@ func (t *Tool) outcome(w http.ResponseWriter, r *http.Request, op string, o lti1
 		httpapi.WriteError(w, e)
 		return
 	}
-	if op != lti11.OpRead {
+	if op != pox.OpRead {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}

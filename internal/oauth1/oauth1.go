@@ -1,22 +1,22 @@
-// Package lti11 is the LTI 1.1 protocol of ltiop: OAuth 1.0a request signing (RFC 5849,
-// HMAC-SHA1 and HMAC-SHA256, with the oauth_body_hash extension), the basic-lti-launch-request
-// checks and their mapping to LTI 1.3 claims, the Basic Outcomes POX messages, and the
-// lti1p1 migration claim of LTI 1.3 launches.
-//
-// Like package lti it is pure protocol: no Kubernetes, no HTTP server, only the standard
-// library and the shared error type. Refusals are *apierr.Error with stable codes
-// (Code* below); tests name the rules they cover (LTI11-SIG-01 …, listed in docs/lti11.md).
-package lti11
+// Package oauth1 signs and verifies OAuth 1.0a requests as LTI 1.1 uses them (RFC 5849
+// with HMAC-SHA1 and HMAC-SHA256, two-legged: no token secret), with the oauth_body_hash
+// extension, and computes the LTI 1.3 migration's oauth_consumer_key_sign, the other HMAC
+// keyed with an LTI 1.1 shared secret. Standard library only: the web server's LTI 1.1
+// handlers (webserver/lti11) and the LMS simulator both build on it.
+package oauth1
 
 import (
 	"crypto/hmac"
 	"crypto/sha1" //nolint:gosec // G505: OAuth 1.0a HMAC-SHA1 and the body hash are what LTI 1.1 LMSs sign with
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"hash"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Signature methods (RFC 5849 §3.4; HMAC-SHA256 is the same construction with SHA-256).
@@ -242,7 +242,7 @@ func Sign(method, rawURL string, params Params, consumerKey, consumerSecret, sig
 	all := append(append(append(Params{}, params...), oauth...), Params{}.FromValues(u.Query())...)
 	sig, ok := Signature(signatureMethod, consumerSecret, BaseString(method, base, all))
 	if !ok {
-		return nil, errUnsupportedMethod(signatureMethod)
+		return nil, ErrUnsupportedMethod
 	}
 	return append(oauth, Param{"oauth_signature", sig}), nil
 }
@@ -258,4 +258,97 @@ func SignatureMatches(method, rawURL string, params Params, consumerSecret strin
 	want, ok := Signature(params.Get("oauth_signature_method"), consumerSecret, BaseString(method, base, params))
 	got := params.Get("oauth_signature")
 	return ok && got != "" && params.Count("oauth_signature") == 1 && hmac.Equal([]byte(want), []byte(got))
+}
+
+// Verification failures, in the order Check tests them.
+var (
+	ErrUnsupportedMethod = errors.New("oauth1: oauth_signature_method is neither HMAC-SHA1 nor HMAC-SHA256")
+	ErrStaleTimestamp    = errors.New("oauth1: oauth_timestamp is outside the accepted window")
+	ErrInvalidSignature  = errors.New("oauth1: the signature does not match")
+	ErrBodyHash          = errors.New("oauth1: oauth_body_hash is missing or does not match the body")
+)
+
+// Window is how far oauth_timestamp may be from now either way. A nonce must be remembered
+// at least 2×Window: a timestamp Window ahead stays acceptable for another 2×Window.
+const Window = 5 * time.Minute
+
+// NonceTTL is how long a used nonce is remembered.
+const NonceTTL = 2 * Window
+
+// Bounds on what a request may carry, so a refused request costs little and a recorded
+// nonce is small.
+const (
+	MaxNonceLength       = 128
+	MaxConsumerKeyLength = 255
+)
+
+// Required are the OAuth parameters every signed request carries exactly once.
+var Required = []string{"oauth_consumer_key", "oauth_signature_method", "oauth_timestamp", "oauth_nonce", "oauth_signature"}
+
+// Missing lists the Required parameters that are absent, empty or repeated in ps.
+func Missing(ps Params) []string {
+	var out []string
+	for _, name := range Required {
+		if ps.Count(name) != 1 || ps.Get(name) == "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Request is a signed request as received.
+type Request struct {
+	Method string
+	// URL is the URL the request was sent to as the sender saw it (behind a proxy: the
+	// public URL, never the Host header), with the query as received.
+	URL string
+	// Params are every parameter: query, form body, and the Authorization header's oauth_*.
+	Params Params
+	// Body, when BodyHashed, is a non-form body whose oauth_body_hash must match.
+	Body       []byte
+	BodyHashed bool
+}
+
+// Check verifies a request whose Required parameters are present, signed with
+// consumerSecret: the method, the timestamp window, the signature and, for a non-form
+// body, the body hash. Single use of the nonce is the caller's, after Check succeeds, so an
+// unsigned request never grows a replay store.
+func Check(r Request, consumerSecret string, now time.Time) error {
+	ps := r.Params
+	method := ps.Get("oauth_signature_method")
+	if method != MethodHMACSHA1 && method != MethodHMACSHA256 {
+		return ErrUnsupportedMethod
+	}
+	ts, err := strconv.ParseInt(ps.Get("oauth_timestamp"), 10, 64)
+	if err != nil {
+		return ErrStaleTimestamp
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > Window || d < -Window {
+		return ErrStaleTimestamp
+	}
+	if !SignatureMatches(r.Method, r.URL, ps, consumerSecret) {
+		return ErrInvalidSignature
+	}
+	if r.BodyHashed {
+		if ps.Count("oauth_body_hash") != 1 || !hmac.Equal([]byte(ps.Get("oauth_body_hash")), []byte(BodyHash(r.Body))) {
+			return ErrBodyHash
+		}
+	}
+	return nil
+}
+
+// NonceKey is the replay-store key of a request's nonce: per consumer key, like the
+// signature that covers it.
+func NonceKey(ps Params) string {
+	return "oauth1:" + ps.Get("oauth_consumer_key") + "\x00" + ps.Get("oauth_nonce")
+}
+
+// ConsumerKeySign is oauth_consumer_key_sign of the LTI 1.3 Migration Guide: the base64
+// HMAC-SHA256, keyed with the 1.1 shared secret, of
+// oauth_consumer_key & deployment_id & iss & client_id & exp & nonce.
+func ConsumerKeySign(consumerKey, deploymentID, issuer, clientID string, exp int64, nonce, secret string) string {
+	base := consumerKey + "&" + deploymentID + "&" + issuer + "&" + clientID + "&" + strconv.FormatInt(exp, 10) + "&" + nonce
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(base))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }

@@ -1,4 +1,7 @@
-package lti11
+// Package pox builds and reads the IMS POX messages of LTI 1.1 Basic Outcomes
+// (replaceResult, readResult, deleteResult), for the web server's outcomes client and the LMS
+// simulator's outcomes service. Standard library only.
+package pox
 
 import (
 	"bytes"
@@ -15,8 +18,8 @@ const (
 	OpDelete  = "deleteResult"
 )
 
-// POXContentType is the content type of POX requests and answers.
-const POXContentType = "application/xml"
+// ContentType is the content type of POX requests and answers.
+const ContentType = "application/xml"
 
 const poxNS = "http://www.imsglobal.org/services/ltiv1p1/xsd/imsoms_v1p0"
 
@@ -30,14 +33,14 @@ type Outcome struct {
 // ValidScore reports whether s may be sent as a Basic Outcomes score: a decimal in [0, 1].
 func ValidScore(s float64) bool { return s >= 0 && s <= 1 }
 
-// POXRequest is the imsx_POXEnvelopeRequest of op on the result sourcedID; messageID
+// Request is the imsx_POXEnvelopeRequest of op on the result sourcedID; messageID
 // must be unique per request. outcome is read only for OpReplace.
-func POXRequest(op, messageID, sourcedID string, outcome Outcome) ([]byte, error) {
+func Request(op, messageID, sourcedID string, outcome Outcome) ([]byte, error) {
 	var body string
 	switch op {
 	case OpReplace:
 		if !ValidScore(outcome.Score) {
-			return nil, errors.New("lti11: score outside [0, 1]")
+			return nil, errors.New("pox: score outside [0, 1]")
 		}
 		result := "<resultScore><language>en</language><textString>" +
 			strconv.FormatFloat(outcome.Score, 'f', -1, 64) + "</textString></resultScore>"
@@ -47,7 +50,7 @@ func POXRequest(op, messageID, sourcedID string, outcome Outcome) ([]byte, error
 		body = "<result>" + result + "</result>"
 	case OpRead, OpDelete:
 	default:
-		return nil, errors.New("lti11: unknown operation " + op)
+		return nil, errors.New("pox: unknown operation " + op)
 	}
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
@@ -65,8 +68,8 @@ func escape(s string) string {
 	return b.String()
 }
 
-// POXResponse is what ltiop reads of an LMS's imsx_POXEnvelopeResponse.
-type POXResponse struct {
+// Response is what ltiop reads of an LMS's imsx_POXEnvelopeResponse.
+type Response struct {
 	CodeMajor   string // success, processing, failure or unsupported
 	Severity    string
 	Description string
@@ -78,7 +81,7 @@ type POXResponse struct {
 }
 
 // Success reports imsx_codeMajor success.
-func (r *POXResponse) Success() bool { return r.CodeMajor == "success" }
+func (r *Response) Success() bool { return r.CodeMajor == "success" }
 
 type poxEnvelope struct {
 	XMLName xml.Name `xml:"imsx_POXEnvelopeResponse"`
@@ -100,34 +103,34 @@ type poxEnvelope struct {
 	} `xml:"imsx_POXBody"`
 }
 
-// ParsePOXResponse reads an imsx_POXEnvelopeResponse. An answer that is not one, or has no
+// ParseResponse reads an imsx_POXEnvelopeResponse. An answer that is not one, or has no
 // imsx_codeMajor, is an error.
-func ParsePOXResponse(b []byte) (*POXResponse, error) {
+func ParseResponse(b []byte) (*Response, error) {
 	var env poxEnvelope
 	d := xml.NewDecoder(bytes.NewReader(b))
 	d.Strict = true
 	if err := d.Decode(&env); err != nil {
-		return nil, errors.New("lti11: the answer is not an imsx_POXEnvelopeResponse")
+		return nil, errors.New("pox: the answer is not an imsx_POXEnvelopeResponse")
 	}
 	st := env.Header.Info.Status
-	r := &POXResponse{CodeMajor: strings.TrimSpace(st.CodeMajor), Severity: strings.TrimSpace(st.Severity),
+	r := &Response{CodeMajor: strings.TrimSpace(st.CodeMajor), Severity: strings.TrimSpace(st.Severity),
 		Description: strings.TrimSpace(st.Description), Operation: strings.TrimSpace(st.Operation),
 		Text: strings.TrimSpace(env.Body.Read.Text)}
 	if r.CodeMajor == "" {
-		return nil, errors.New("lti11: the answer has no imsx_codeMajor")
+		return nil, errors.New("pox: the answer has no imsx_codeMajor")
 	}
 	if s := strings.TrimSpace(env.Body.Read.Score); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return nil, errors.New("lti11: the readResult score is not a number")
+			return nil, errors.New("pox: the readResult score is not a number")
 		}
 		r.Score, r.HasScore = v, true
 	}
 	return r, nil
 }
 
-// POXRequestInfo is what an outcomes service (the LMS simulator) reads of a request.
-type POXRequestInfo struct {
+// RequestInfo is what an outcomes service (the LMS simulator) reads of a request.
+type RequestInfo struct {
 	Op, MessageID, SourcedID string
 	Score                    string // replaceResult's textString, as sent
 	Text                     string
@@ -146,26 +149,26 @@ type poxRequestEnvelope struct {
 	} `xml:"imsx_POXBody"`
 }
 
-// ParsePOXRequest reads an imsx_POXEnvelopeRequest with one operation.
-func ParsePOXRequest(b []byte) (*POXRequestInfo, error) {
+// ParseRequest reads an imsx_POXEnvelopeRequest with one operation.
+func ParseRequest(b []byte) (*RequestInfo, error) {
 	var env poxRequestEnvelope
 	d := xml.NewDecoder(bytes.NewReader(b))
 	d.Strict = true
 	if err := d.Decode(&env); err != nil || len(env.Body.Ops) != 1 {
-		return nil, errors.New("lti11: not an imsx_POXEnvelopeRequest with one operation")
+		return nil, errors.New("pox: not an imsx_POXEnvelopeRequest with one operation")
 	}
 	op := env.Body.Ops[0]
 	name, ok := strings.CutSuffix(op.XMLName.Local, "Request")
 	if !ok {
-		return nil, errors.New("lti11: unknown POX operation")
+		return nil, errors.New("pox: unknown POX operation")
 	}
-	return &POXRequestInfo{Op: name, MessageID: env.MessageID, SourcedID: strings.TrimSpace(op.SourcedID),
+	return &RequestInfo{Op: name, MessageID: env.MessageID, SourcedID: strings.TrimSpace(op.SourcedID),
 		Score: strings.TrimSpace(op.Score), Text: op.Text}, nil
 }
 
-// POXResponseBody is an imsx_POXEnvelopeResponse (what an outcomes service answers).
+// ResponseBody is an imsx_POXEnvelopeResponse (what an outcomes service answers).
 // score is written for a successful readResult when hasScore.
-func POXResponseBody(op, messageID, refID, codeMajor, description string, score string) []byte {
+func ResponseBody(op, messageID, refID, codeMajor, description string, score string) []byte {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>`)
 	b.WriteString(`<imsx_POXEnvelopeResponse xmlns="` + poxNS + `"><imsx_POXHeader><imsx_POXResponseHeaderInfo>`)
