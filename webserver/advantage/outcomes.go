@@ -85,7 +85,7 @@ func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*pox.Respo
 	if err != nil {
 		return nil, transportError(op, err)
 	}
-	defer discard(res.Body)
+	defer func() { discard(res.Body) }() // drained and closed
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 		return nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: outbound.ErrorExcerpt(b)}

@@ -22,10 +22,13 @@ const (
 	CodeBodyHashMismatch           = "LTI11_BODY_HASH_MISMATCH"
 )
 
-// The OAuth 1.0a types and values the handlers use, from internal/oauth1.
+// The OAuth 1.0a types the handlers use, from internal/oauth1.
 type (
-	Params  = oauth1.Params
-	Param   = oauth1.Param
+	// Params are a request's parameters.
+	Params = oauth1.Params
+	// Param is one parameter.
+	Param = oauth1.Param
+	// Request is a signed request as received.
 	Request = oauth1.Request
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
-// CodeLTI11SecretMissing: the registration names a shared-secret Secret the web server
+// CodeLTI11SecretMissing means the registration names a shared-secret Secret the web server
 // cannot read (absent, unlabelled, or without the data key). An operator's fix, so 503.
 const CodeLTI11SecretMissing = "LTI11_SECRET_NOT_AVAILABLE"
 

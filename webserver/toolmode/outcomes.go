@@ -11,7 +11,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
-// CodeOutcomeRefused: the LMS answered the Basic Outcomes request with an imsx_codeMajor
+// CodeOutcomeRefused means the LMS answered the Basic Outcomes request with an imsx_codeMajor
 // other than success; details.upstreamBody holds its code and description.
 const CodeOutcomeRefused = "OUTCOME_REFUSED"
 
