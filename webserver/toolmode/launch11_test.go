@@ -28,7 +28,7 @@ const (
 // newRig11 is the rig with LTI 1.1 credentials on both sides: spec.lti11 on the
 // registration, its Secret in the registry (as the labelled Secret cache feeds it), and
 // the simulator signing with them.
-func newRig11(t *testing.T, configure ...func(*rigConfig)) *rig {
+func newRig11(t testing.TB, configure ...func(*rigConfig)) *rig {
 	t.Helper()
 	configure = append(configure, func(c *rigConfig) {
 		prev := c.configure
@@ -334,4 +334,23 @@ func TestMembershipsCarryTheLegacyUserID(t *testing.T) {
 	if !found {
 		t.Fatalf("member %s lacks lti11LegacyUserId: %s", members[0].UserID, res.Body)
 	}
+}
+
+// BenchmarkLTI11Launch: an LTI 1.1 launch over loopback, from the form post to the 303 with
+// the ltik; the simulator signs each form with the timer stopped (the LMS's work).
+// "server-µs/op" is the time inside ltiop's handlers.
+func BenchmarkLTI11Launch(b *testing.B) {
+	rg := newRig11(b)
+	client := benchClient()
+	rg.server.Store(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		form := rg.lms.Launch11(rg.ltiop.URL+paths.Launch, "u", nil)
+		b.StartTimer()
+		if res := rg.postForm(b, client, paths.Launch, form, true); res.Status != http.StatusSeeOther {
+			b.Fatalf("launch: %d %s", res.Status, res.Body)
+		}
+	}
+	b.ReportMetric(float64(rg.server.Load())/float64(b.N)/1e3, "server-µs/op")
 }
