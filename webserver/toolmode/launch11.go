@@ -71,7 +71,9 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	raw := lti11.Claims(ps, lti11.Origin{Issuer: string(p.Spec.URL), ClientID: p.Spec.ClientID, TargetLinkURI: launchURL})
+	// The target is the URL the LMS launched, query included: like the query of a 1.3
+	// target_link_uri, it is signed and carried to the integrator's page.
+	raw := lti11.Claims(ps, lti11.Origin{Issuer: string(p.Spec.URL), ClientID: p.Spec.ClientID, TargetLinkURI: signed})
 	claims, err := lti.ParseValidatedClaims(raw)
 	if err != nil {
 		t.fail(w, r, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The launch could not be recorded."))
@@ -85,7 +87,7 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 	record := Launch{
 		PlatformID: p.ID, PlatformUID: string(p.UID), Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
 		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
-		TargetLinkURI: launchURL, LTIVersion: lti11.Version,
+		TargetLinkURI: signed, LTIVersion: lti11.Version,
 	}
 	if g := grantFromClaims(record.PlatformUID, &record, claims); g.hasServices() || g.OutcomeURL != "" {
 		if record.ServiceKey, err = t.serviceKey(g); err != nil {

@@ -128,6 +128,23 @@ func TestLTI11LaunchGivesTheSimplifiedToken(t *testing.T) {
 	}
 }
 
+// LTI11-LAUNCH-02: a launch URL with a query (one link per resource) is signed with its
+// query, and the query reaches the integrator's page, as a 1.3 target link's does.
+func TestLTI11LaunchCarriesTheLaunchURLQuery(t *testing.T) {
+	rg := newRig11(t)
+	target := rg.ltiop.URL + paths.Launch + "?resource=quiz-7"
+	res := rg.postForm(t, browser(), paths.Launch+"?resource=quiz-7", rg.lms.Launch11(target, "u", nil), true)
+	if res.Status != http.StatusSeeOther {
+		t.Fatalf("launch: %d %s", res.Status, res.Body)
+	}
+	if loc := res.Location(t); loc.Query().Get("resource") != "quiz-7" || loc.Query().Get("ltik") == "" {
+		t.Fatalf("went to %s", loc)
+	}
+	// The same form posted without the query it was signed with is refused.
+	form := rg.lms.Launch11(target, "u", nil)
+	testhttp.WantRefusal(t, rg.launch11(t, form), 401, lti11.CodeInvalidSignature)
+}
+
 // Every refusal of an LTI 1.1 launch has its code, issues no ltik and uses no nonce.
 func TestLTI11LaunchRefusals(t *testing.T) {
 	rg := newRig11(t)
