@@ -16,6 +16,9 @@ import (
 	"github.com/ltiop/ltiop/internal/pox"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
+	"github.com/ltiop/ltiop/test/utils/testoutbound"
+	"github.com/ltiop/ltiop/webserver/advantage"
+	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/lti11"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
@@ -370,4 +373,25 @@ func BenchmarkLTI11Launch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(rg.server.Load())/float64(b.N)/1e3, "server-µs/op")
+}
+
+// LTI11-OUT-03: lis_outcome_service_url comes from the launch; when it points inside the
+// network, the outbound policy refuses it: nothing is sent there (no signed POX), and the
+// integrator learns only URL_NOT_ALLOWED.
+func TestOutcomeServiceURLOnAnInternalAddressRefused(t *testing.T) {
+	internal := testoutbound.NewInternal(t)
+	rg := newRig11(t, func(c *rigConfig) { c.http = advantage.HTTPClient(testoutbound.Public()) })
+	form := rg.lms.Launch11(rg.ltiop.URL+paths.Launch, "u", url.Values{"lis_outcome_service_url": {internal.URL + "/outcomes"}})
+	res := rg.launch11(t, form)
+	ltik := res.Location(t).Query().Get("ltik")
+	for _, method := range []string{"GET", "PUT", "DELETE"} {
+		var body any
+		if method == "PUT" {
+			body = map[string]any{"score": 1}
+		}
+		wantNotEchoed(t, rg.call(t, nil, method, "/api/outcomes", ltikAuth(ltik), body), http.StatusBadGateway, httpapi.CodeURLNotAllowed)
+	}
+	if n := internal.Hits.Load(); n != 0 {
+		t.Fatalf("the internal address received %d requests", n)
+	}
 }
