@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ltiop/ltiop/webserver/apierr"
 	"github.com/ltiop/ltiop/webserver/lti"
@@ -52,8 +53,13 @@ func CheckLaunch(ps Params) *apierr.Error {
 	}
 	if len(ps.Get("resource_link_id")) > lti.MaxIdentifierLength || len(ps.Get("user_id")) > lti.MaxIdentifierLength ||
 		len(ps.Get("context_id")) > lti.MaxIdentifierLength {
-		return newError(400, CodeMissingParameters, "LTI11-PARAM-01",
+		return newError(400, CodeInvalidParameters, "LTI11-PARAM-03",
 			"resource_link_id, user_id and context_id may hold at most 255 characters.")
+	}
+	for _, p := range ps { // the ids reach the integrator as JSON: they must be text
+		if !utf8.ValidString(p.Name) || !utf8.ValidString(p.Value) {
+			return newError(400, CodeInvalidParameters, "LTI11-PARAM-03", "The launch parameters must be UTF-8 text.")
+		}
 	}
 	return nil
 }

@@ -113,6 +113,9 @@ func TestRequireOAuthAndCheckLaunch(t *testing.T) {
 	if err := CheckLaunch(append(drop("lti_message_type"), Param{Name: "lti_message_type", Value: "ContentItemSelectionRequest"})); err == nil || err.Code != CodeInvalidMessageType {
 		t.Errorf("LTI11-PARAM-01: content item selection: %v", err)
 	}
+	if err := CheckLaunch(append(drop("user_id"), Param{Name: "user_id", Value: "\xff"})); err == nil || err.Code != CodeInvalidParameters {
+		t.Errorf("LTI11-PARAM-03: a user_id that is not UTF-8: %v", err)
+	}
 	if err := RequireOAuth(append(drop("oauth_nonce"), Param{Name: "oauth_nonce", Value: strings.Repeat("n", oauth1.MaxNonceLength+1)})); err == nil {
 		t.Error("LTI11-PARAM-02: an overlong nonce was accepted")
 	}
@@ -199,4 +202,24 @@ func TestMigration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever a signed launch carries, its claims are one JSON object the ltik's decoder reads
+// back, with the launch's ids where the simplified token expects them.
+func FuzzClaims(f *testing.F) {
+	f.Add("u", "Instructor,Learner", "c", "rl", "custom_x", "v")
+	f.Fuzz(func(t *testing.T, user, roles, context, link, name, value string) {
+		ps := Params{{Name: "user_id", Value: user}, {Name: "roles", Value: roles}, {Name: "context_id", Value: context},
+			{Name: "resource_link_id", Value: link}, {Name: name, Value: value}}
+		if CheckLaunch(append(ps, Param{Name: "lti_message_type", Value: MessageBasicLaunch}, Param{Name: "lti_version", Value: "LTI-1p0"})) != nil {
+			return // refused: never mapped
+		}
+		c, err := lti.ParseValidatedClaims(Claims(ps, Origin{Issuer: "https://lms", ClientID: "c", TargetLinkURI: "https://tool/lti/launch"}))
+		if err != nil {
+			t.Fatalf("claims of %v: %v", ps, err)
+		}
+		if c.ResourceLink == nil || c.ResourceLink.ID != link || (context != "" && (c.Context == nil || c.Context.ID != context)) {
+			t.Fatalf("ids lost: %+v %+v", c.ResourceLink, c.Context)
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 // Stable codes of LTI 1.1 refusals (details.message). Never rename one.
 const (
 	CodeMissingParameters          = "LTI11_MISSING_PARAMETERS"
+	CodeInvalidParameters          = "LTI11_INVALID_PARAMETERS"
 	CodeInvalidMessageType         = "LTI11_UNSUPPORTED_MESSAGE_TYPE"
 	CodeUnknownConsumerKey         = "LTI11_UNKNOWN_CONSUMER_KEY"
 	CodeUnsupportedSignatureMethod = "LTI11_UNSUPPORTED_SIGNATURE_METHOD"
