@@ -72,3 +72,34 @@ func TestOutcomesServiceChecksTheSignature(t *testing.T) {
 		t.Fatalf("score %q", s)
 	}
 }
+
+// GET /start11 answers a browser with an auto-submitting LTI 1.1 launch, signed for the
+// tool's launch URL.
+func TestStart11SignsTheLaunch(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	l, err := New(srv.URL, "c", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = l.Handler()
+	l.ToolRedirectURI = "https://tool.example.com/lti/launch"
+	if res, _ := http.Get(srv.URL + Start11Path); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("without 1.1 credentials: %d", res.StatusCode)
+	}
+	l.EnableLTI11("ck", "secret")
+	res, err := http.Get(srv.URL + Start11Path + "?user=u7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	page, _ := io.ReadAll(res.Body)
+	action, form, ok := ParseAutoSubmit(string(page))
+	if !ok || action != l.ToolRedirectURI || form.Get("user_id") != "u7" || form.Get("lti_message_type") != "basic-lti-launch-request" {
+		t.Fatalf("form %q %v %v", action, form, ok)
+	}
+	r := oauth1.Request{Method: "POST", URL: action, Params: oauth1.Params{}.FromValues(form)}
+	if err := oauth1.Check(r, "secret", time.Now()); err != nil {
+		t.Fatalf("the launch does not verify: %v", err)
+	}
+}
