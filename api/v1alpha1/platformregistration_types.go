@@ -106,6 +106,51 @@ type PlatformRegistrationSpec struct {
 	// Brightspace Valence) on behalf of users.
 	// +optional
 	OAuth2 *OAuth2Client `json:"oauth2,omitempty"`
+
+	// LTI11 holds the platform's LTI 1.1 credentials: its 1.1 launches (POST /lti/launch
+	// with OAuth 1.0a) and Basic Outcomes are signed with them, and the lti1p1 migration
+	// claim of its 1.3 launches is verified with them.
+	// +optional
+	LTI11 *LTI11Credentials `json:"lti11,omitempty"`
+}
+
+// LTI11Credentials are an LTI 1.1 consumer key and a reference to its shared secret.
+type LTI11Credentials struct {
+	// ConsumerKey is the oauth_consumer_key the LMS signs with. Unique among registrations.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ConsumerKey string `json:"consumerKey"`
+
+	// SharedSecret names the Secret (in this namespace) and its data key holding the shared
+	// secret. The Secret must carry the label app.kubernetes.io/managed-by=ltiop: the
+	// web server reads Secrets from its label-selected cache only, never from the API server
+	// on a launch.
+	// +required
+	SharedSecret SecretKeyRef `json:"sharedSecret"`
+}
+
+// SecretKeyRef names one data key of a Secret in the registration's namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key is the data key; defaults to "secret".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:default=secret
+	Key string `json:"key,omitempty"`
+}
+
+// SecretKey is Key, or "secret" when unset.
+func (r SecretKeyRef) SecretKey() string {
+	if r.Key == "" {
+		return LTI11SecretKey
+	}
+	return r.Key
 }
 
 // OAuth2Client is the LMS's OAuth2 client for its REST API: a Canvas API developer key or a

@@ -102,3 +102,6 @@ const (
 	// authorization response (RFC 6749 §3.1.2 forbids a fragment).
 	ReasonInvalidRedirectionURI = "InvalidRedirectionURI"
 )
+
+// LTI11SecretKey is the default data key of an LTI 1.1 shared-secret Secret.
+const LTI11SecretKey = "secret"

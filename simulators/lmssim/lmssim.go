@@ -69,6 +69,7 @@ type LMS struct {
 	oa   *oauthServer // the REST API's OAuth2 authorization server (oauth.go)
 	aps  *apState     // Asset Processor and EULA (assetprocessor.go)
 	pns  *pnsState    // the Platform Notification Service (pns.go)
+	l11  *lti11State  // LTI 1.1 credentials and outcomes (lti11.go)
 }
 
 // New returns a platform with a fresh RSA-2048 key.
@@ -124,6 +125,7 @@ func (l *LMS) Handler() http.Handler {
 	l.oauthRoutes(mux)
 	l.assetProcessorRoutes(mux)
 	l.pnsRoutes(mux)
+	l.lti11Routes(mux)
 	return mux
 }
 
@@ -309,6 +311,7 @@ func (l *LMS) Sign(claims map[string]any, header map[string]any) (string, error)
 	if l.Customize != nil {
 		l.Customize(claims, h)
 	}
+	l.addLTI1p1(claims) // lti11.go: only once EnableLTI11 gave 1.1 credentials
 	l.rememberDeepLinking(claims)
 	payload, err := json.Marshal(claims)
 	if err != nil {

@@ -20,6 +20,8 @@ type Member struct {
 	Email      string   `json:"email,omitempty"`
 	// ResourceLinks are the resource link ids the member belongs to (the rlid filter).
 	ResourceLinks []string `json:"-"`
+	// LTI11LegacyUserID is the member's LTI 1.1 user_id (migrated platforms send it).
+	LTI11LegacyUserID string `json:"lti11_legacy_user_id,omitempty"`
 }
 
 // Role URIs.

@@ -21,8 +21,11 @@ import (
 // servicesLMS is a registered LMS simulator offering NRPS, AGS and deep linking; it
 // verifies ltiop's client assertions and deep-linking responses with the key set its
 // administrator was given: the registration's status.jwksUrl, its own key set.
-func servicesLMS() *lmsServer {
-	lms := newLMS()
+func servicesLMS() *lmsServer { return servicesLMSWith() }
+
+// servicesLMSWith is servicesLMS with changes to the registration.
+func servicesLMSWith(mutate ...func(*ltiv1.PlatformRegistrationSpec)) *lmsServer {
+	lms := newLMS(mutate...)
 	Eventually(func() string {
 		var reg ltiv1.PlatformRegistration
 		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: lms.ID}, &reg)

@@ -65,6 +65,8 @@ type Platform struct {
 	AuthConfig             AuthConfig `json:"authConfig"`
 	PublicKey              string     `json:"publicKey"`
 	Active                 bool       `json:"active"`
+	// LTI11 is the registration's LTI 1.1 consumer key and secret reference (lti11.go).
+	LTI11 *PlatformLTI11 `json:"lti11,omitempty"`
 }
 
 // AuthConfig is the platform key: method JWK_SET, JWK_KEY or RSA_KEY, and the key.
@@ -85,6 +87,8 @@ type PlatformRequest struct {
 	AuthorizationServer    *string     `json:"authorizationServer,omitempty"`
 	DeploymentIDs          []string    `json:"deploymentIds,omitempty"`
 	Active                 *bool       `json:"active,omitempty"`
+	// LTI11 sets the LTI 1.1 credentials (lti11.go).
+	LTI11 *PlatformLTI11 `json:"lti11,omitempty"`
 }
 
 func toAPI(p *registry.Platform) Platform {
@@ -101,6 +105,7 @@ func toAPI(p *registry.Platform) Platform {
 	if p.Key != nil {
 		out.PublicKey = p.Key.PublicPEM
 	}
+	out.LTI11 = lti11ToAPI(&p.Spec)
 	return out
 }
 
@@ -222,6 +227,10 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	generation, applyErr := ApplySpec(r.Context(), h.Client, current, spec, FieldManager)
+	if applyErr == nil && spec.LTI11 == nil && current.Spec.LTI11 != nil { // lti11.go
+		applyErr = removeLTI11(r.Context(), h.Client, current)
+		generation++
+	}
 	if applyErr != nil {
 		httpapi.WriteError(w, APIServerError(r.Context(), applyErr))
 		return
@@ -373,7 +382,9 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 		spec.DeploymentIDs = current.Spec.DeploymentIDs
 		spec.Active = current.Spec.Active
 		spec.DevMode = current.Spec.DevMode
+		spec.LTI11 = current.Spec.LTI11
 	}
+	lti11FromRequest(req.LTI11, spec, bad)
 	if req.AuthorizationServer != nil {
 		spec.AuthorizationServer = *req.AuthorizationServer
 		if spec.AuthorizationServer != "" && len(spec.AuthorizationServer) > 2048 {
@@ -456,6 +467,7 @@ func applyConfiguration(current *registry.Platform, spec *ltiv1.PlatformRegistra
 		}
 		specMap["deploymentIds"] = ids
 	}
+	lti11Apply(spec, specMap)
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": ltiv1.GroupVersion.String(),
 		"kind":       "PlatformRegistration",

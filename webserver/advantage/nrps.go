@@ -49,6 +49,9 @@ type Member struct {
 	MiddleName         string   `json:"middleName,omitempty"`
 	LisPersonSourcedID string   `json:"lisPersonSourcedId,omitempty"`
 	Picture            string   `json:"picture,omitempty"`
+	// LTI11LegacyUserID is the member's LTI 1.1 user_id (NRPS lti11_legacy_user_id, sent by
+	// platforms migrating 1.1 links), so rosters can be matched to 1.1 accounts.
+	LTI11LegacyUserID string `json:"lti11LegacyUserId,omitempty"`
 }
 
 // Memberships fetches one page of the members of the context whose

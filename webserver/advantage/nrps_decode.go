@@ -156,6 +156,12 @@ func decodeMember(sc *jsonscan.Scanner, m *Member, roles []string) ([]string, er
 			m.LisPersonSourcedID = lenient(sc)
 		case "picture":
 			m.Picture = lenient(sc)
+		case "lti11_legacy_user_id": // a string, or a number kept as written
+			if sc.Kind() == jsonscan.Number {
+				m.LTI11LegacyUserID = sc.Number()
+			} else {
+				m.LTI11LegacyUserID = lenient(sc)
+			}
 		}
 	}
 	if m.Status == "" {

@@ -83,6 +83,10 @@ func mapMembersReference(raw []byte) (*MembershipPage, error) {
 			mem.Email, mem.Name, mem.GivenName = lenient(m["email"]), lenient(m["name"]), lenient(m["given_name"])
 			mem.FamilyName, mem.MiddleName = lenient(m["family_name"]), lenient(m["middle_name"])
 			mem.LisPersonSourcedID, mem.Picture = lenient(m["lis_person_sourcedid"]), lenient(m["picture"])
+			mem.LTI11LegacyUserID = lenient(m["lti11_legacy_user_id"])
+			if n, ok := m["lti11_legacy_user_id"].(json.Number); ok {
+				mem.LTI11LegacyUserID = string(n)
+			}
 			page.Members = append(page.Members, mem)
 		}
 	default:
@@ -92,6 +96,7 @@ func mapMembersReference(raw []byte) (*MembershipPage, error) {
 }
 
 var mapMembersSeeds = []string{
+	`{"members":[{"user_id":"u","lti11_legacy_user_id":"legacy-1"},{"user_id":"v","lti11_legacy_user_id":34212},{"user_id":"w","lti11_legacy_user_id":[1]}]}`,
 	`{"id":"x","context":{"id":"c","label":"L","title":"T"},"members":[{"user_id":"u","roles":["r"]}]}`,
 	`{"id":7,"context":{"id":-1.5e3},"members":[{"user_id":42,"roles":null,"status":"Inactive"}]}`,
 	`{"members":[{"user_id":"a\u00e9\"\\\/\b\f\n\r\t","roles":"Learner","name":5,"email":null,"picture":{"x":[1,2,{"y":true}]}}]}`,

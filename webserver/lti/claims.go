@@ -200,6 +200,10 @@ type Claims struct {
 	ForUser         *ForUser
 	// AssetProcessor holds the Asset Processor and EULA claims (claims_assetprocessor.go).
 	AssetProcessor AssetProcessor
+	// BasicOutcome and LTI1p1 are the LTI 1.1 legacy claims (legacy.go).
+	BasicOutcome      *BasicOutcome
+	LTI1p1            *LTI1p1
+	LTI11LegacyUserID string
 
 	// Raw is the payload exactly as received (for /api/idtoken?raw=true and for
 	// claims this type does not model).

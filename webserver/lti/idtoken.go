@@ -17,6 +17,8 @@ type IDToken struct {
 	// AssetProcessor: Asset Processor and EULA launches (idtoken_assetprocessor.go). Their
 	// for_user claim is launch.forUser, as in a submission review.
 	AssetProcessor *IDTokenAssetProcessor `json:"assetProcessor,omitempty"`
+	// LTI11 is the launch's LTI 1.1 identity (legacy.go), when it has one.
+	LTI11 *IDTokenLTI11 `json:"lti11,omitempty"`
 }
 
 // IDTokenUser is idtoken.user. Roles are normalised (NormaliseRoles): never nil,
@@ -28,6 +30,8 @@ type IDTokenUser struct {
 	Name       string   `json:"name,omitempty"`
 	GivenName  string   `json:"givenName,omitempty"`
 	FamilyName string   `json:"familyName,omitempty"`
+	// LTI11LegacyUserID is the user's LTI 1.1 user_id, only when verified (legacy.go).
+	LTI11LegacyUserID string `json:"lti11LegacyUserId,omitempty"`
 }
 
 // IDTokenPlatform is idtoken.platform.

@@ -86,6 +86,8 @@ type Registry struct {
 
 	byName byName // the registrations in ID order, for lists and their pages
 
+	legacy lti11Index // LTI 1.1 consumer keys and shared secrets (lti11.go)
+
 	synced []toolscache.ResourceEventHandlerRegistration
 }
 
@@ -269,6 +271,9 @@ func (r *Registry) Forget(obj any) {
 // ApplySecret records a key Secret; logf reports an unusable one.
 func (r *Registry) ApplySecret(logf func(string, ...any), obj any) {
 	secret, ok := obj.(*corev1.Secret)
+	if ok && r.legacy.applySecret(secret) {
+		return
+	}
 	if !ok || secret.Type != ltiv1.SecretTypeToolKey {
 		return
 	}
@@ -296,6 +301,7 @@ func (r *Registry) ForgetSecret(obj any) {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
+	r.forgetLTI11Secret(obj)
 	secret, ok := obj.(*corev1.Secret)
 	if !ok {
 		return
@@ -328,6 +334,7 @@ func (r *Registry) setKey(owner types.UID, key *ToolKey) {
 
 func (r *Registry) index(p *Platform) {
 	r.byName.touch(p.ID)
+	r.legacy.add(p)
 	if p.AwaitingActivation {
 		r.awaiting++
 	}
@@ -345,6 +352,7 @@ func (r *Registry) index(p *Platform) {
 
 func (r *Registry) unindex(p *Platform) {
 	r.byName.touch(p.ID)
+	r.legacy.remove(p)
 	if p.AwaitingActivation {
 		r.awaiting--
 	}

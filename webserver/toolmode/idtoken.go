@@ -67,7 +67,17 @@ func (t *Tool) IDToken(w http.ResponseWriter, r *http.Request) {
 	launch := LaunchFrom(r.Context())
 	if raw := r.URL.Query().Get("raw"); raw == "true" || raw == "1" {
 		var claims map[string]json.RawMessage
-		if err := json.Unmarshal(launch.Claims, &claims); err != nil {
+		var err error
+		if launch.LTIVersion != "" {
+			claims, err = rawLTI11(launch.Claims) // idtoken11.go
+			if err == nil {
+				httpapi.WriteJSON(w, http.StatusOK, claims)
+				return
+			}
+		} else {
+			err = json.Unmarshal(launch.Claims, &claims)
+		}
+		if err != nil {
 			httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The launch claims could not be read."))
 			return
 		}
@@ -86,5 +96,6 @@ func (t *Tool) IDToken(w http.ResponseWriter, r *http.Request) {
 		token.Launch.Target = launch.TargetLinkURI
 	}
 	token.Services.ServiceKey = launch.ServiceKey // sealed at launch when NRPS or AGS is available
+	t.addLTI11(token, launch, claims, g)
 	httpapi.WriteJSON(w, http.StatusOK, token)
 }

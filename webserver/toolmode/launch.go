@@ -35,6 +35,8 @@ type Launch struct {
 	// ServiceKey is made once at launch, so every /api/idtoken call returns the same one.
 	ServiceKey string          `json:"k,omitempty"`
 	Claims     json.RawMessage `json:"-"`
+	// LTIVersion is set for LTI 1.1 launches (lti11.Version); empty means 1.3.
+	LTIVersion string `json:"v,omitempty"`
 }
 
 func encodeLaunch(l Launch) []byte {
@@ -68,6 +70,10 @@ type pendingLaunch struct {
 func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeMissingIDToken, "The launch request could not be read."))
+		return
+	}
+	if isLaunch11(r) { // an LTI 1.1 launch to the same URL (launch11.go)
+		t.launch11(w, r)
 		return
 	}
 	if e := r.PostForm.Get("error"); e != "" { // T-TOK-02: an OIDC error response, not a launch

@@ -49,6 +49,9 @@ type grant struct {
 	GroupSetsURL string `json:"gs,omitempty"`
 	// PNSURL is the launch's platform_notification_service_url (set when a service key is sealed).
 	PNSURL string `json:"n,omitempty"`
+	// Basic Outcomes (LTI 1.1, or the basicoutcome claim of a 1.3 launch).
+	OutcomeURL string `json:"o,omitempty"`
+	SourcedID  string `json:"r,omitempty"`
 	// From an ltik only (never sealed in a service key): the launch itself.
 	launch *Launch
 	claims *lti.Claims
@@ -69,6 +72,9 @@ func grantFromClaims(platformUID string, l *Launch, c *lti.Claims) *grant {
 		g.GroupsURL, g.GroupSetsURL = c.Groups.ContextGroupsURL, c.Groups.ContextGroupSetsURL
 	}
 	g.addAssetProcessor(&c.AssetProcessor)
+	if c.BasicOutcome != nil {
+		g.OutcomeURL, g.SourcedID = c.BasicOutcome.ServiceURL, c.BasicOutcome.SourcedID
+	}
 	return g
 }
 
