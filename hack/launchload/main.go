@@ -285,6 +285,8 @@ func startServer(t *target, kubeconfig, caFile string, o options) (*server, erro
 		// The browsers come through a "proxy" on loopback and name their address in
 		// X-Forwarded-For: the default per-client limits apply to each, as behind an ingress.
 		"LTIOP_TRUSTED_PROXIES=127.0.0.1",
+		// The LMS's key set is on loopback, which the SSRF guard refuses otherwise.
+		"LTIOP_OUTBOUND_ALLOW_LOOPBACK=true",
 	)
 	if o.profile != "" {
 		cmd.Env = append(cmd.Env, "LTIOP_ENABLE_PPROF=true")
