@@ -175,11 +175,13 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 	if n := compactLen(header, len(compressed)); n > MaxTokenLength {
 		return "", fmt.Errorf("sessions: the sealed token would be %d bytes, more than Open accepts (%d)", n, MaxTokenLength)
 	}
-	// jwx's content cipher does not keep compressed, so z can go back to the pool afterwards.
-	tok, err := appendCompact(make([]byte, 0, compactLen(header, len(compressed))), sl.cipher, key.Secret, header, compressed)
+	// jwx's content cipher does not keep compressed, so z can go back to the pool
+	// afterwards; the token is built in z's buffer too, and copied once into the string.
+	tok, err := appendCompact(slices.Grow(z.tok[:0], compactLen(header, len(compressed))), sl.cipher, key.Secret, header, compressed)
 	if err != nil {
 		return "", fmt.Errorf("sessions: sealing: %w", err)
 	}
+	z.tok = tok
 	return string(tok), nil
 }
 
@@ -213,6 +215,7 @@ func appendEnvelope(dst []byte, purpose string, exp, iat int64, jti string, payl
 // few bytes only. Both are plain DEFLATE: every replica and jwe.Decrypt inflate either.
 type deflater struct {
 	env   []byte
+	tok   []byte // the sealed token, before its copy into a string
 	out   bytes.Buffer
 	fast  *kflate.Writer
 	store *kflate.Writer
@@ -230,7 +233,7 @@ var deflaters = sync.Pool{New: func() any {
 
 // release returns z to the pool, unless a large payload made its buffers large.
 func (z *deflater) release() {
-	if cap(z.env) <= MaxTokenLength && z.out.Cap() <= MaxTokenLength {
+	if cap(z.env) <= MaxTokenLength && z.out.Cap() <= MaxTokenLength && cap(z.tok) <= MaxTokenLength {
 		deflaters.Put(z)
 	}
 }
