@@ -38,6 +38,8 @@ type options struct {
 	n, parallel, samples int
 	binary, listen, out  string
 	readyTimeout         time.Duration
+	profile              string        // CPU profile of the creation phase, through ltiop's pprof
+	profileFor           time.Duration // how long that profile runs
 }
 
 func main() {
@@ -49,6 +51,8 @@ func main() {
 	flag.StringVar(&o.listen, "listen", "127.0.0.1:3190", "where ltiop listens")
 	flag.StringVar(&o.out, "out", "tmp/scale", "directory for ltiop's log and the report")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Hour, "how long to wait for every registration to be Ready")
+	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of ltiop while it creates the registrations to this file (ltiop runs with pprof on)")
+	flag.DurationVar(&o.profileFor, "profile-for", 30*time.Second, "how long the -profile recording runs, from the first create")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -101,6 +105,11 @@ func run(ctx context.Context, o options) error {
 	server := apiServerMetrics{cfg: restCfg}
 
 	proc := &ltiopProcess{binary: binary, listen: o.listen, kubeconfig: kubeconfig, log: filepath.Join(o.out, "ltiop.log")}
+	if o.profile != "" {
+		if proc.metrics, err = freeAddr(); err != nil {
+			return err
+		}
+	}
 	api := newAPI("http://"+o.listen, apiKey)
 	started := time.Now()
 	if err := proc.start(); err != nil {
@@ -136,6 +145,12 @@ func run(ctx context.Context, o options) error {
 	cpuBefore := proc.cpu()
 	say("creating %d registrations, %d at a time", o.n-1, o.parallel)
 	createStart := time.Now()
+	profiled := make(chan error, 1)
+	if o.profile != "" {
+		go func() { profiled <- proc.cpuProfile(ctx, o.profileFor, o.profile) }()
+	} else {
+		profiled <- nil
+	}
 	regs, posts, err := api.createMany(ctx, 1, o.n, o.parallel)
 	if err != nil {
 		return err
@@ -150,6 +165,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	readyDone := time.Since(createStart)
+	if err := <-profiled; err != nil {
+		return fmt.Errorf("profiling ltiop: %w", err)
+	}
 	after, err := server.requests(ctx)
 	if err != nil {
 		return err

@@ -2,7 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,6 +18,7 @@ import (
 // ltiopProcess is the ltiop binary run as a child process, configured by environment.
 type ltiopProcess struct {
 	binary, listen, kubeconfig, log string
+	metrics                         string // with pprof on, the metrics address; "" for none
 	cmd                             *exec.Cmd
 	exited                          chan error
 }
@@ -37,6 +42,9 @@ func (p *ltiopProcess) start() error {
 		// The login measurement comes from one address, far faster than any school.
 		"LTIOP_RATE_LIMIT_LAUNCH=0",
 	)
+	if p.metrics != "" {
+		cmd.Env = append(cmd.Env, "LTIOP_METRICS_LISTEN="+p.metrics, "LTIOP_ENABLE_PPROF=true")
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -118,4 +126,36 @@ func (p *ltiopProcess) cpu() time.Duration {
 	st, _ := strconv.ParseInt(fields[12], 10, 64)
 	const ticks = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / ticks
+}
+
+// cpuProfile records a CPU profile of the process for d through its pprof endpoint.
+func (p *ltiopProcess) cpuProfile(ctx context.Context, d time.Duration, file string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.metrics, max(1, int(d.Seconds())))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d: %s", res.StatusCode, b)
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
+// freeAddr is a loopback address with a port free now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }

@@ -604,3 +604,28 @@ func BenchmarkKID(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParsePrivateKey: what each replica's registry and each reconcile of an existing
+// key pay per key Secret (the PKCS#8 parse includes crypto/rsa's checks of the key).
+func BenchmarkParsePrivateKey(b *testing.B) {
+	a, _, _, _ := fixture(b)
+	pemBytes, err := keys.EncodePrivateKey(a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := keys.ParsePrivateKey(pemBytes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGenerate: the RSA floor of a new registration.
+func BenchmarkGenerate(b *testing.B) {
+	for b.Loop() {
+		if _, err := keys.Generate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
