@@ -105,11 +105,10 @@ func run(ctx context.Context, o options) error {
 	server := apiServerMetrics{cfg: restCfg}
 
 	proc := &ltiopProcess{binary: binary, listen: o.listen, kubeconfig: kubeconfig, log: filepath.Join(o.out, "ltiop.log")}
-	if o.profile != "" {
-		if proc.metrics, err = freeAddr(); err != nil {
-			return err
-		}
+	if proc.metrics, err = freeAddr(); err != nil { // for the Go heap figures, and pprof
+		return err
 	}
+	proc.pprof = o.profile != ""
 	api := newAPI("http://"+o.listen, apiKey)
 	started := time.Now()
 	if err := proc.start(); err != nil {
@@ -210,6 +209,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	rep.add("restart", "RSS when ready (VmRSS)", mib(proc.rss()))
+	rep.add("restart", "Go heap when ready: allocated / next GC at / soft limit", proc.heap(ctx))
 	rep.requests("restart", after.minus(before), o.n)
 	if err := measureServing(ctx, api, k8s, proc, rep.prefixed("after restart"), regs, baseline, o); err != nil {
 		return err
@@ -257,6 +257,7 @@ func measureServing(ctx context.Context, api *api, k8s client.Client, proc *ltio
 	}
 	rep.add("serve", "one registration's key set ("+how+")", fmt.Sprintf("%d bytes", one))
 	rep.add("serve", "RSS now (VmRSS) / peak (VmHWM)", mib(proc.rss())+" / "+mib(proc.hwm()))
+	rep.add("serve", "Go heap now: allocated / next GC at / soft limit", proc.heap(ctx))
 	return nil
 }
 
