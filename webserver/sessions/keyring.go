@@ -45,7 +45,10 @@ type Keyring struct {
 	now func() time.Time
 }
 
-var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn, PurposeListCursor}
+// knownPurposes are those whose headers are encoded once per key set (and whose tokens
+// Open splits without jwe.Parse); any other valid purpose works, at jwx's generic cost.
+var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn, PurposeListCursor,
+	PurposePendingLaunch, PurposeRegistration}
 
 // protectedHeaders returns, as jwx headers, the protected header of a token of purpose
 // sealed with key: kid, typ and zip (encodedHeader adds alg "dir" and enc "A256GCM", as
