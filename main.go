@@ -13,6 +13,7 @@ import (
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/logging"
+	"github.com/ltiop/ltiop/internal/memlimit"
 	"github.com/ltiop/ltiop/internal/version"
 )
 
@@ -31,6 +32,11 @@ func main() {
 	logger = ctrl.Log.WithName("setup")
 	build := version.Get()
 	logger.Info("ltiop", "version", build.Version, "commit", build.Commit, "goVersion", build.GoVersion)
+	if limit, from, err := memlimit.Apply(os.Getenv, memlimit.CgroupRoot); err != nil {
+		logger.Error(err, "reading the container's memory limit; the Go runtime has none")
+	} else if limit > 0 {
+		logger.Info("Go memory limit set from the container's", "bytes", limit, "from", from)
+	}
 
 	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {

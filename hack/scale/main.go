@@ -38,6 +38,8 @@ type options struct {
 	n, parallel, samples int
 	binary, listen, out  string
 	readyTimeout         time.Duration
+	profile              string        // CPU profile of the creation phase, through ltiop's pprof
+	profileFor           time.Duration // how long that profile runs
 }
 
 func main() {
@@ -49,6 +51,8 @@ func main() {
 	flag.StringVar(&o.listen, "listen", "127.0.0.1:3190", "where ltiop listens")
 	flag.StringVar(&o.out, "out", "tmp/scale", "directory for ltiop's log and the report")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Hour, "how long to wait for every registration to be Ready")
+	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of ltiop while it creates the registrations to this file (ltiop runs with pprof on)")
+	flag.DurationVar(&o.profileFor, "profile-for", 30*time.Second, "how long the -profile recording runs, from the first create")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -101,6 +105,10 @@ func run(ctx context.Context, o options) error {
 	server := apiServerMetrics{cfg: restCfg}
 
 	proc := &ltiopProcess{binary: binary, listen: o.listen, kubeconfig: kubeconfig, log: filepath.Join(o.out, "ltiop.log")}
+	if proc.metrics, err = freeAddr(); err != nil { // for the Go heap figures, and pprof
+		return err
+	}
+	proc.pprof = o.profile != ""
 	api := newAPI("http://"+o.listen, apiKey)
 	started := time.Now()
 	if err := proc.start(); err != nil {
@@ -136,6 +144,12 @@ func run(ctx context.Context, o options) error {
 	cpuBefore := proc.cpu()
 	say("creating %d registrations, %d at a time", o.n-1, o.parallel)
 	createStart := time.Now()
+	profiled := make(chan error, 1)
+	if o.profile != "" {
+		go func() { profiled <- proc.cpuProfile(ctx, o.profileFor, o.profile) }()
+	} else {
+		profiled <- nil
+	}
 	regs, posts, err := api.createMany(ctx, 1, o.n, o.parallel)
 	if err != nil {
 		return err
@@ -150,6 +164,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	readyDone := time.Since(createStart)
+	if err := <-profiled; err != nil {
+		return fmt.Errorf("profiling ltiop: %w", err)
+	}
 	after, err := server.requests(ctx)
 	if err != nil {
 		return err
@@ -192,6 +209,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	rep.add("restart", "RSS when ready (VmRSS)", mib(proc.rss()))
+	rep.add("restart", "Go heap when ready: allocated / next GC at / soft limit", proc.heap(ctx))
 	rep.requests("restart", after.minus(before), o.n)
 	if err := measureServing(ctx, api, k8s, proc, rep.prefixed("after restart"), regs, baseline, o); err != nil {
 		return err
@@ -239,6 +257,7 @@ func measureServing(ctx context.Context, api *api, k8s client.Client, proc *ltio
 	}
 	rep.add("serve", "one registration's key set ("+how+")", fmt.Sprintf("%d bytes", one))
 	rep.add("serve", "RSS now (VmRSS) / peak (VmHWM)", mib(proc.rss())+" / "+mib(proc.hwm()))
+	rep.add("serve", "Go heap now: allocated / next GC at / soft limit", proc.heap(ctx))
 	return nil
 }
 

@@ -2,7 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,6 +18,8 @@ import (
 // ltiopProcess is the ltiop binary run as a child process, configured by environment.
 type ltiopProcess struct {
 	binary, listen, kubeconfig, log string
+	metrics                         string // the metrics address; "" for none
+	pprof                           bool   // serve pprof there
 	cmd                             *exec.Cmd
 	exited                          chan error
 }
@@ -37,6 +43,12 @@ func (p *ltiopProcess) start() error {
 		// The login measurement comes from one address, far faster than any school.
 		"LTIOP_RATE_LIMIT_LAUNCH=0",
 	)
+	if p.metrics != "" {
+		cmd.Env = append(cmd.Env, "LTIOP_METRICS_LISTEN="+p.metrics)
+	}
+	if p.pprof {
+		cmd.Env = append(cmd.Env, "LTIOP_ENABLE_PPROF=true")
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -118,4 +130,72 @@ func (p *ltiopProcess) cpu() time.Duration {
 	st, _ := strconv.ParseInt(fields[12], 10, 64)
 	const ticks = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / ticks
+}
+
+// cpuProfile records a CPU profile of the process for d through its pprof endpoint.
+func (p *ltiopProcess) cpuProfile(ctx context.Context, d time.Duration, file string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.metrics, max(1, int(d.Seconds())))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d: %s", res.StatusCode, b)
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
+// freeAddr is a loopback address with a port free now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// heap reads the Go runtime's heap figures from the metrics endpoint: the bytes allocated
+// (live and not yet collected), the heap size at which the next collection starts, and the
+// soft memory limit (GOMEMLIMIT; "none" when unset). RSS follows the first two: without a
+// limit the heap may grow to twice what stays alive before a collection.
+func (p *ltiopProcess) heap(ctx context.Context) string {
+	if p.metrics == "" {
+		return "no metrics endpoint"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metrics+"/metrics", nil)
+	if err != nil {
+		return err.Error()
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer res.Body.Close()
+	values := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			values[name] = v
+		}
+	}
+	limit := "none"
+	if l, ok := values["go_gc_gomemlimit_bytes"]; ok && l < 1<<62 {
+		limit = mib(int64(l))
+	}
+	return mib(int64(values["go_memstats_heap_alloc_bytes"])) + " / " + mib(int64(values["go_memstats_next_gc_bytes"])) + " / " + limit
 }

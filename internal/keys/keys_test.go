@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/test/utils/testcpu"
 )
 
 // Key generation is slow (more so under -race): every test shares these keys.
@@ -603,4 +604,34 @@ func BenchmarkKID(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkParsePrivateKey: what each replica's registry and each reconcile of an existing
+// key pay per key Secret (the PKCS#8 parse includes crypto/rsa's checks of the key).
+func BenchmarkParsePrivateKey(b *testing.B) {
+	a, _, _, _ := fixture(b)
+	pemBytes, err := keys.EncodePrivateKey(a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := keys.ParsePrivateKey(pemBytes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGenerate: the RSA floor of a new registration. "cpu-ms/op" is the process's CPU
+// time per key, which a busy machine inflates less than the wall time (the prime search
+// makes single keys vary: use a few dozen).
+func BenchmarkGenerate(b *testing.B) {
+	b.ReportAllocs()
+	cpu := testcpu.Process()
+	for b.Loop() {
+		if _, err := keys.Generate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(testcpu.Process()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 }

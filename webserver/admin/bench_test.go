@@ -23,10 +23,13 @@ import (
 
 // tenThousand is a registry of 10,000 registrations, each with a tool key (one key for
 // all: parsing 10,000 would only slow the setup; the answer carries each one's PEM).
-func tenThousand(b *testing.B) *admin.Platforms {
+func tenThousand(b testing.TB) *admin.Platforms { return manyPlatforms(b, 10000) }
+
+// manyPlatforms is tenThousand with n registrations.
+func manyPlatforms(b testing.TB, n int) *admin.Platforms {
 	reg := registry.New()
 	pemKey := testkeys.RSAKeyPEM(b, toolKey)
-	for i := range 10000 {
+	for i := range n {
 		name := fmt.Sprintf("lms-%05d-scale-example-x7k2p", i)
 		lms := fmt.Sprintf("https://lms-%05d.scale.example", i)
 		pr := &ltiv1.PlatformRegistration{

@@ -106,3 +106,21 @@ func TestHeadSendsNoBody(t *testing.T) {
 		t.Fatalf("HEAD: %d, %d bytes", rec.Code, rec.Body.Len())
 	}
 }
+
+// A body as large as /lti/keys at scale (compressed by klauspost's gzip, not the standard
+// library's) is still plain gzip: the standard reader restores it, and it is smaller.
+func TestLargeBodyIsGzip(t *testing.T) {
+	var large []byte
+	for i := 0; len(large) < 1<<20; i++ {
+		large = append(large, `{"kty":"RSA","kid":"`...)
+		large = append(large, strings.Repeat(string(rune('a'+i%26)), 1+i%43)...)
+		large = append(large, `","e":"AQAB","use":"sig"},`...)
+	}
+	rec := serve(precomputed.New(large), "GET", map[string]string{"Accept-Encoding": "gzip"})
+	if rec.Header().Get("Content-Encoding") != "gzip" || rec.Body.Len() >= len(large) {
+		t.Fatalf("a %d-byte body: encoding %q, %d bytes", len(large), rec.Header().Get("Content-Encoding"), rec.Body.Len())
+	}
+	if got := gunzip(t, rec.Body.Bytes()); !bytes.Equal(got, large) {
+		t.Fatal("the gunzipped large body differs")
+	}
+}

@@ -45,7 +45,10 @@ type Keyring struct {
 	now func() time.Time
 }
 
-var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn, PurposeListCursor}
+// knownPurposes are those whose headers are encoded once per key set (and whose tokens
+// Open splits without jwe.Parse); any other valid purpose works, at jwx's generic cost.
+var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn, PurposeListCursor,
+	PurposePendingLaunch, PurposeRegistration}
 
 // protectedHeaders returns, as jwx headers, the protected header of a token of purpose
 // sealed with key: kid, typ and zip (encodedHeader adds alg "dir" and enc "A256GCM", as
@@ -175,11 +178,13 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 	if n := compactLen(header, len(compressed)); n > MaxTokenLength {
 		return "", fmt.Errorf("sessions: the sealed token would be %d bytes, more than Open accepts (%d)", n, MaxTokenLength)
 	}
-	// jwx's content cipher does not keep compressed, so z can go back to the pool afterwards.
-	tok, err := appendCompact(make([]byte, 0, compactLen(header, len(compressed))), sl.cipher, key.Secret, header, compressed)
+	// jwx's content cipher does not keep compressed, so z can go back to the pool
+	// afterwards; the token is built in z's buffer too, and copied once into the string.
+	tok, err := appendCompact(slices.Grow(z.tok[:0], compactLen(header, len(compressed))), sl.cipher, key.Secret, header, compressed)
 	if err != nil {
 		return "", fmt.Errorf("sessions: sealing: %w", err)
 	}
+	z.tok = tok
 	return string(tok), nil
 }
 
@@ -213,6 +218,7 @@ func appendEnvelope(dst []byte, purpose string, exp, iat int64, jti string, payl
 // few bytes only. Both are plain DEFLATE: every replica and jwe.Decrypt inflate either.
 type deflater struct {
 	env   []byte
+	tok   []byte // the sealed token, before its copy into a string
 	out   bytes.Buffer
 	fast  *kflate.Writer
 	store *kflate.Writer
@@ -230,7 +236,7 @@ var deflaters = sync.Pool{New: func() any {
 
 // release returns z to the pool, unless a large payload made its buffers large.
 func (z *deflater) release() {
-	if cap(z.env) <= MaxTokenLength && z.out.Cap() <= MaxTokenLength {
+	if cap(z.env) <= MaxTokenLength && z.out.Cap() <= MaxTokenLength && cap(z.tok) <= MaxTokenLength {
 		deflaters.Put(z)
 	}
 }
@@ -320,9 +326,11 @@ func (k *Keyring) Open(purpose string, token string, now time.Time) (payload []b
 // OpenToken is Open returning the token's times as well: a single-use token (state) is
 // remembered by a replay.Store until Expires.
 //
-// jwx parses the token (jwe.Parse) and decrypts it (the A256GCM content cipher of jwx's
-// jwebb building blocks, made once per key set, with the protected header as transmitted
-// as the AAD, as RFC 7516 §5.2 says); the header is checked first and the DEF payload is
+// A token whose header is byte for byte one jwx encoded for us (see splitOwn) is split
+// here; any other goes through jwx's parser (jwe.Parse) and its header is checked
+// (sealedByUs). Either way jwx decrypts it (the A256GCM content cipher of jwx's jwebb
+// building blocks, made once per key set, with the protected header as transmitted as the
+// AAD, as RFC 7516 §5.2 says); the header is checked first and the DEF payload is
 // inflated here with a reused decompressor. This is what jwe.Decrypt does, without what it
 // costs on every call: a new 40 KB decompressor, header clones and merges. Every token Seal
 // makes also opens with jwe.Decrypt, and every token jwe.Encrypt makes with our header
@@ -336,13 +344,23 @@ func (k *Keyring) OpenToken(purpose string, token string, now time.Time) (Opened
 	if sl == nil { // the empty keyring opens nothing
 		return Opened{}, ErrInvalid
 	}
-	msg, err := jwe.ParseString(token)
-	if err != nil {
-		return Opened{}, ErrInvalid
-	}
-	kid, ok := sealedByUs(msg, typPrefix+purpose)
-	if !ok {
-		return Opened{}, ErrInvalid
+	var kid string
+	var aad, iv, ct, tag []byte
+	if own, a, i, c, t, ok := sl.splitOwn([]byte(token)); ok {
+		if own.purpose != purpose {
+			return Opened{}, ErrInvalid
+		}
+		kid, aad, iv, ct, tag = own.kid, a, i, c, t
+	} else {
+		msg, err := jwe.ParseString(token)
+		if err != nil {
+			return Opened{}, ErrInvalid
+		}
+		if kid, ok = sealedByUs(msg, typPrefix+purpose); !ok {
+			return Opened{}, ErrInvalid
+		}
+		iv, ct, tag = msg.InitializationVector(), msg.CipherText(), msg.Tag()
+		aad = []byte(token[:strings.IndexByte(token, '.')])
 	}
 	key, ok := set.Lookup(kid)
 	if !ok {
@@ -350,12 +368,10 @@ func (k *Keyring) OpenToken(purpose string, token string, now time.Time) (Opened
 	}
 	// A256GCM's IV and tag have one size each; anything else is not ours (and jwx's cipher
 	// would only turn GCM's panic on a bad nonce size into an error).
-	iv, tag := msg.InitializationVector(), msg.Tag()
 	if len(iv) != gcmIVSize || len(tag) != gcmTagSize {
 		return Opened{}, ErrInvalid
 	}
-	dot := strings.IndexByte(token, '.')
-	compressed, err := sl.cipher.Decrypt(key.Secret, iv, msg.CipherText(), tag, []byte(token[:dot]))
+	compressed, err := sl.cipher.Decrypt(key.Secret, iv, ct, tag, aad)
 	if err != nil {
 		return Opened{}, ErrInvalid
 	}

@@ -3,10 +3,9 @@ package toolmode_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/ltiop/ltiop/test/utils/testcpu"
 	"github.com/ltiop/ltiop/webserver/toolmode"
 )
 
@@ -31,7 +30,7 @@ func benchLoginLaunch(b *testing.B, rg *rig) {
 	rg.launch(b, client) // warm the key-set cache
 	rg.server.Store(0)
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := testcpu.Process()
 	b.ResetTimer()
 	for b.Loop() {
 		if rg.launch(b, client) == "" {
@@ -40,16 +39,7 @@ func benchLoginLaunch(b *testing.B, rg *rig) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(rg.server.Load())/float64(b.N)/1e3, "server-µs/op")
-	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
-}
-
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(testcpu.Process()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
 }
 
 // BenchmarkIDToken: GET /api/idtoken, from the Authorization header to the JSON body, for
