@@ -28,7 +28,7 @@ type Notices struct {
 	MaxBatch int `json:"maxBatch"`
 }
 
-// DefaultNotices: no webhook; the secret in the API key's Secret (WebhookSecret empty)
+// DefaultNotices returns the defaults: no webhook; the secret in the API key's Secret (WebhookSecret empty)
 // under webhookSecret.
 func DefaultNotices() Notices {
 	return Notices{WebhookSecretKey: "webhookSecret",
