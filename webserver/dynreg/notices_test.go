@@ -1,6 +1,7 @@
 package dynreg
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -8,6 +9,7 @@ import (
 // With notices enabled, dynamic registration asks for the notice-handler scope (after the
 // others), still only where the platform lists it.
 func TestBuildRegistrationNoticeScope(t *testing.T) {
+	before := slices.Clone(Scopes)
 	tool := testTool
 	tool.Notices = true
 	scope := func(tc ToolConfig, pc *PlatformConfig) string {
@@ -25,7 +27,7 @@ func TestBuildRegistrationNoticeScope(t *testing.T) {
 	if got := scope(tool, &PlatformConfig{ScopesSupported: []string{ScopeNRPS}}); got != ScopeNRPS {
 		t.Errorf("a platform without PNS: %q", got)
 	}
-	if len(Scopes) != 5 {
+	if !slices.Equal(Scopes, before) {
 		t.Errorf("Scopes was changed: %v", Scopes)
 	}
 }
