@@ -296,8 +296,12 @@ func (t *Tool) noticeKey(p *registry.Platform, c *lti.Claims) (string, time.Time
 
 // openNoticeKey authenticates NOTICE-AUTH-V1 <API_KEY>:<noticeKey>.
 func (t *Tool) openNoticeKey(credential string) (*grant, *httpapi.Error) {
-	return t.openSealedGrant(credential, sessions.PurposeNoticeKey,
+	g, herr := t.openSealedGrant(credential, sessions.PurposeNoticeKey,
 		httpapi.Errorf(http.StatusUnauthorized, CodeInvalidNoticeKeyAuth, "The API key or the notice key is invalid, or the notice key has expired."))
+	if g != nil {
+		g.notice = true
+	}
+	return g, herr
 }
 
 func errString(err error) string {
