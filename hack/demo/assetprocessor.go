@@ -25,15 +25,15 @@ func (d *demoLMS) assetProcessor(ctx context.Context) error {
 	}
 	report := map[string]any{"assetId": lmssim.DemoAssetID, "type": "originality", "processingProgress": "Processed",
 		"priority": 1, "title": "Originality", "result": "12%", "scoreGiven": 12, "scoreMaximum": 100,
-		"indicationColor": "#2E7D32", "indicationAlt": "Little matched text.", "comment": "Posted by the ltiop demo",
+		"indicationColor": "#2E7D32", "indicationAlt": "Little matched text.", "comment": "Updated from the teacher's report review launch",
 		"visibleToOwner": true}
 	posted, err := d.api(ctx, ltik, http.MethodPost, "/api/reports", report, http.StatusCreated)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nAsset Processor: an LtiReportReviewRequest launch; GET /api/assets/%s streamed the submitted essay (%s, %d bytes):\n\n  %s\n",
+	fmt.Printf("\nAsset Processor from a launch: a teacher opened the report (LtiReportReviewRequest); with its ltik\nGET /api/assets/%s streamed the submitted essay (%s, %d bytes):\n\n  %s\n",
 		lmssim.DemoAssetID, contentType, len(essay), essay)
-	fmt.Printf("POST /api/reports sent this report to the LMS (shown at %s):\n\n%s\n", d.base+lmssim.ReportsPagePath, posted)
+	fmt.Printf("and POST /api/reports sent this updated report to the LMS (shown at %s):\n\n%s\n", d.base+lmssim.ReportsPagePath, posted)
 	return nil
 }
 
