@@ -199,8 +199,8 @@ func (t *Tool) deliverNotice(ctx context.Context, p *registry.Platform, target s
 	// Kept while the notice's JWT is valid, and at least an hour: a platform that retries
 	// signs the notice again.
 	until := time.Unix(v.claims.ExpiresAt, 0).Add(max(t.opts.ClockSkew, 0))
-	if min := now.Add(noticeReplayMinimumWindow); until.Before(min) {
-		until = min
+	if floor := now.Add(noticeReplayMinimumWindow); until.Before(floor) {
+		until = floor
 	}
 	if _, err := t.replay.Use(ctx, key, until, now); err != nil {
 		return "", httpapi.ReplayStoreUnavailable(err)
