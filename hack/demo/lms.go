@@ -135,13 +135,18 @@ func (d *demoLMS) idToken(ctx context.Context, ltik string) ([]byte, error) {
 
 // api calls ltiop's integrator API with the launch's ltik and returns indented JSON.
 func (d *demoLMS) api(ctx context.Context, ltik, method, path string, payload any, want int) ([]byte, error) {
+	return d.apiAs(ctx, "LTIK-AUTH-V2 "+d.apiKey+":"+ltik, method, path, payload, want)
+}
+
+// apiAs is api with another Authorization header (a notice key's).
+func (d *demoLMS) apiAs(ctx context.Context, authorization, method, path string, payload any, want int) ([]byte, error) {
 	var rd io.Reader
 	if payload != nil {
 		b, _ := json.Marshal(payload)
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequestWithContext(ctx, method, d.ltiop+path, rd)
-	req.Header.Set("Authorization", "LTIK-AUTH-V2 "+d.apiKey+":"+ltik)
+	req.Header.Set("Authorization", authorization)
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/ltiop/ltiop/hack/localcluster"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/replay"
+	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
 const namespace = "ltiop-system"
@@ -203,16 +204,22 @@ func run() error {
 		return fmt.Errorf("the demo's groups call failed: %w", err)
 	}
 	fmt.Printf("\nGET /api/groups?limit=3 (the course groups, through the Course Groups Service):\n\n%s\n", groups)
-	if err := lms.assetProcessor(ctx); err != nil {
-		return fmt.Errorf("the demo's Asset Processor calls failed: %w", err)
-	}
 	handler, hook, err := lms.notices(ctx, ltik)
 	if err != nil {
 		return fmt.Errorf("the demo's notices failed: %w", err)
 	}
 	fmt.Printf("\nPUT /api/notices/handlers registered ltiop's notice endpoint with the LMS (Platform Notification Service):\n\n%s\n", handler)
 	fmt.Printf("\nThe LMS sent a signed LtiAssetProcessorSubmissionNotice; ltiop validated it and the demo integrator's webhook\n"+
-		"received (Standard Webhooks signature verified):\n\n%s", hook)
+		"received (Standard Webhooks signature verified):\n\n%s", shortenNoticeKey(hook))
+	downloads, recorded, err := lms.noticeWork(ctx, hook)
+	if err != nil {
+		return fmt.Errorf("the demo's notice-driven Asset Processor calls failed: %w", err)
+	}
+	fmt.Printf("\nWith only the webhook's notice key (NOTICE-AUTH-V1, no launch) the demo integrator downloaded the submission:\n\n%s", downloads)
+	fmt.Printf("\nand posted its report with POST /api/reports; the LMS recorded (shown at %s):\n\n%s\n", lms.base+lmssim.ReportsPagePath, recorded)
+	if err := lms.assetProcessor(ctx); err != nil {
+		return fmt.Errorf("the demo's Asset Processor calls failed: %w", err)
+	}
 
 	if err := plat.register(ctx, k8s, cfg.Namespace); err != nil {
 		return fmt.Errorf("registering the demo tool: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,8 +54,8 @@ func (d *demoLMS) appWebhook(w http.ResponseWriter, r *http.Request) {
 
 // notices registers the demo integrator for submission notices (PUT /api/notices/handlers,
 // which registers ltiop's own endpoint with the LMS), has the LMS send a signed
-// LtiAssetProcessorSubmissionNotice for a demo submission, and returns the webhook the
-// integrator received, its notice key shortened.
+// LtiAssetProcessorSubmissionNotice for a demo submission, and returns the webhook body the
+// integrator received.
 func (d *demoLMS) notices(ctx context.Context, ltik string) (handler, received []byte, err error) {
 	handler, err = d.api(ctx, ltik, http.MethodPut, "/api/notices/handlers",
 		map[string]string{"noticeType": lmssim.NoticeAssetProcessorSubmission}, http.StatusOK)
@@ -78,7 +79,59 @@ func (d *demoLMS) notices(ctx context.Context, ltik string) (handler, received [
 	d.hooks.mu.Lock()
 	last := d.hooks.received[len(d.hooks.received)-1]
 	d.hooks.mu.Unlock()
-	return handler, shortenNoticeKey(last), nil
+	return handler, last, nil
+}
+
+// submissionWebhook is what the demo integrator reads of a submission notice's webhook.
+type submissionWebhook struct {
+	Data struct {
+		NoticeKey string `json:"noticeKey"`
+		Claims    struct {
+			AssetService struct {
+				Assets []struct {
+					ID       string `json:"asset_id"`
+					Filename string `json:"filename"`
+				} `json:"assets"`
+			} `json:"https://purl.imsglobal.org/spec/lti/claim/assetservice"`
+		} `json:"claims"`
+	} `json:"data"`
+}
+
+// noticeWork is what the demo integrator does with a submission notice, as a background
+// job with no launch: with the notice key from the webhook it downloads each submitted
+// asset (GET /api/assets/{assetId}) and posts a report of the first (POST /api/reports). It
+// returns a summary of the downloads and the report as the LMS recorded it.
+func (d *demoLMS) noticeWork(ctx context.Context, webhookBody []byte) (downloads string, recorded []byte, err error) {
+	var ev submissionWebhook
+	if err := json.Unmarshal(webhookBody, &ev); err != nil {
+		return "", nil, fmt.Errorf("reading the webhook: %w", err)
+	}
+	assets := ev.Data.Claims.AssetService.Assets
+	if ev.Data.NoticeKey == "" || len(assets) == 0 {
+		return "", nil, fmt.Errorf("the webhook carries no notice key or no asset")
+	}
+	auth := "NOTICE-AUTH-V1 " + d.apiKey + ":" + ev.Data.NoticeKey
+	var sum strings.Builder
+	for _, a := range assets {
+		body, contentType, err := d.download(ctx, auth, a.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		fmt.Fprintf(&sum, "  GET /api/assets/%s: %s (%s, %d bytes): %q\n", a.ID, a.Filename, contentType, len(body), body)
+	}
+	report := map[string]any{"assetId": assets[0].ID, "type": "originality", "processingProgress": "Processed",
+		"priority": 2, "title": "Originality", "result": "9%", "scoreGiven": 9, "scoreMaximum": 100,
+		"indicationColor": "#2E7D32", "indicationAlt": "Little matched text.",
+		"comment": "Checked from the submission notice, with its notice key", "visibleToOwner": true}
+	if _, err := d.apiAs(ctx, auth, http.MethodPost, "/api/reports", report, http.StatusCreated); err != nil {
+		return "", nil, err
+	}
+	reports := d.sim.Reports()
+	if len(reports) == 0 {
+		return "", nil, fmt.Errorf("the LMS recorded no report")
+	}
+	recorded, _ = json.MarshalIndent(reports[len(reports)-1], "", "  ")
+	return sum.String(), recorded, nil
 }
 
 // shortenNoticeKey indents the webhook body with its credential cut short: the demo prints it.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -29,11 +30,6 @@ const (
 	NoticeHelloWorld               = "LtiHelloWorldNotice"
 	NoticeContextCopy              = "LtiContextCopyNotice"
 	NoticeAssetProcessorSubmission = "LtiAssetProcessorSubmissionNotice"
-
-	// Paths the demo submission notice names; the asset and report services behind them
-	// are served elsewhere (the Asset Processor work).
-	DemoAssetPath  = "/api/lti/assets/demo-asset-1"
-	DemoReportPath = "/api/lti/reports"
 )
 
 // NoticeTypes are the notice types the simulator supports (notice_types_supported).
@@ -194,8 +190,9 @@ func (l *LMS) NoticeHandler(noticeType string) string {
 
 // NoticeClaims returns the claims of a fresh notice of noticeType for the simulator's
 // deployment (new id, now, an hour of validity), as Canvas builds them. An
-// LtiAssetProcessorSubmissionNotice describes the demo submission; an LtiContextCopyNotice
-// a course copied from course-42.
+// LtiAssetProcessorSubmissionNotice carries the demo submission (SubmissionClaims: every
+// asset the Asset Service serves, and the report service); an LtiContextCopyNotice a
+// course copied from course-42.
 func (l *LMS) NoticeClaims(noticeType string) map[string]any {
 	now := time.Now()
 	c := map[string]any{
@@ -213,19 +210,9 @@ func (l *LMS) NoticeClaims(noticeType string) map[string]any {
 		c[claimContext] = map[string]any{"id": "course-43", "label": "CS101-2", "title": "Introduction to Programming (copy)"}
 		c["https://purl.imsglobal.org/spec/lti/claim/origin_contexts"] = []string{"course-42"}
 	case NoticeAssetProcessorSubmission:
-		c["https://purl.imsglobal.org/spec/lti/claim/for_user"] = map[string]any{"user_id": "student-7", "name": "Grace Hopper"}
-		c["https://purl.imsglobal.org/spec/lti/claim/activity"] = map[string]any{"id": "activity-1", "title": "Essay: the first compiler"}
-		c["https://purl.imsglobal.org/spec/lti/claim/submission"] = map[string]any{"id": "submission-1"}
-		c["https://purl.imsglobal.org/spec/lti/claim/assetservice"] = map[string]any{
-			"scope": []string{"https://purl.imsglobal.org/spec/lti/scope/asset.readonly"},
-			"assets": []map[string]any{{
-				"asset_id": "demo-asset-1", "url": l.Issuer + DemoAssetPath, "title": "essay.txt", "filename": "essay.txt",
-				"content_type": "text/plain", "size": 57, "timestamp": now.UTC().Format(time.RFC3339),
-			}},
-		}
-		c["https://purl.imsglobal.org/spec/lti/claim/assetreport"] = map[string]any{
-			"scope": []string{"https://purl.imsglobal.org/spec/lti/scope/report"}, "report_url": l.Issuer + DemoReportPath,
-		}
+		// The Asset Processor simulator's own submission, so that the notice key opens its
+		// Asset Service and Asset Report Service.
+		maps.Copy(c, l.SubmissionClaims())
 	case NoticeHelloWorld:
 		c["https://www.example.edu/hello_world"] = map[string]any{"title": "Hello World!", "message": "You are subscribed to LtiHelloWorldNotice."}
 	}

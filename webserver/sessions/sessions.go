@@ -31,6 +31,9 @@ const (
 	PurposeRegistration = "registration"
 	// PurposeListCursor: where the next page of a list (GET /api/platforms) starts.
 	PurposeListCursor = "list-cursor"
+	// PurposeNoticeKey: the short-lived credential a notice webhook hands the integrator, so
+	// that it can call the services the notice names without a launch (docs/notices.md).
+	PurposeNoticeKey = "noticekey"
 )
 
 // Errors of Open. They say no more than this on purpose: a caller (and so a client) learns

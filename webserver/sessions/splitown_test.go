@@ -2,6 +2,12 @@ package sessions
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +61,49 @@ func TestOwnHeaderIsNotEnough(t *testing.T) {
 	}
 	if _, _, err := k.Open(PurposeState, state, t0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("under a retired key: %v, want ErrInvalid", err)
+	}
+}
+
+// Every Purpose constant of the package takes the fast path: a purpose added without
+// joining knownPurposes would still work, at jwx's generic cost on every request.
+func TestEveryPurposeIsKnown(t *testing.T) {
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for i, name := range spec.(*ast.ValueSpec).Names {
+					if !strings.HasPrefix(name.Name, "Purpose") {
+						continue
+					}
+					found++
+					lit, ok := spec.(*ast.ValueSpec).Values[i].(*ast.BasicLit)
+					if !ok {
+						t.Fatalf("%s is not a string literal", name.Name)
+					}
+					v, _ := strconv.Unquote(lit.Value)
+					if !slices.Contains(knownPurposes, v) {
+						t.Errorf("%s (%q) is not in knownPurposes", name.Name, v)
+					}
+				}
+			}
+		}
+	}
+	if found < len(knownPurposes) {
+		t.Fatalf("found %d Purpose constants, knownPurposes has %d", found, len(knownPurposes))
 	}
 }

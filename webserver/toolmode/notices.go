@@ -199,8 +199,8 @@ func (t *Tool) deliverNotice(ctx context.Context, p *registry.Platform, target s
 	// Kept while the notice's JWT is valid, and at least an hour: a platform that retries
 	// signs the notice again.
 	until := time.Unix(v.claims.ExpiresAt, 0).Add(max(t.opts.ClockSkew, 0))
-	if earliest := now.Add(noticeReplayMinimumWindow); until.Before(earliest) {
-		until = earliest
+	if floor := now.Add(noticeReplayMinimumWindow); until.Before(floor) {
+		until = floor
 	}
 	if _, err := t.replay.Use(ctx, key, until, now); err != nil {
 		return "", httpapi.ReplayStoreUnavailable(err)
@@ -296,8 +296,12 @@ func (t *Tool) noticeKey(p *registry.Platform, c *lti.Claims) (string, time.Time
 
 // openNoticeKey authenticates NOTICE-AUTH-V1 <API_KEY>:<noticeKey>.
 func (t *Tool) openNoticeKey(credential string) (*grant, *httpapi.Error) {
-	return t.openSealedGrant(credential, sessions.PurposeNoticeKey,
+	g, herr := t.openSealedGrant(credential, sessions.PurposeNoticeKey,
 		httpapi.Errorf(http.StatusUnauthorized, CodeInvalidNoticeKeyAuth, "The API key or the notice key is invalid, or the notice key has expired."))
+	if g != nil {
+		g.notice = true
+	}
+	return g, herr
 }
 
 func errString(err error) string {

@@ -1,11 +1,16 @@
 package toolmode_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
@@ -91,4 +96,66 @@ func BenchmarkNoticeDelivery(b *testing.B) {
 			b.Fatalf("%d %s", status, body)
 		}
 	}
+}
+
+// noticeKeyFrom has the LMS send one notice of noticeType through ltiop and returns the
+// notice key of the webhook the integrator received.
+func noticeKeyFrom(t *testing.T, rg *rig, got <-chan []byte, noticeType string) string {
+	t.Helper()
+	if status, body := rg.postNotice(t, rg.sign(t, rg.lms.NoticeClaims(noticeType))); status != http.StatusOK {
+		t.Fatalf("notice: %d %s", status, body)
+	}
+	var ev struct {
+		Data struct {
+			NoticeKey string `json:"noticeKey"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(<-got, &ev); err != nil || ev.Data.NoticeKey == "" {
+		t.Fatalf("webhook body: %v", err)
+	}
+	return ev.Data.NoticeKey
+}
+
+// A notice key opens until notices.keyLifetime has passed, and while its registration is
+// the one that received the notice and is active; every refusal carries the notice key's
+// code, the registration's with the precise reason.
+func TestNoticeKeyLifetimeAndRegistration(t *testing.T) {
+	got := make(chan []byte, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+	}))
+	t.Cleanup(hook.Close)
+	rg := noticeRig(t, hook.URL)
+	auth := func(key string) map[string]string {
+		return map[string]string{"Authorization": "NOTICE-AUTH-V1 " + benchAPIKey + ":" + key}
+	}
+	check := func(key string, wantStatus int, wantCode, wantReason string) {
+		t.Helper()
+		res := rg.call(t, nil, "GET", "/api/memberships", auth(key), nil)
+		var env struct {
+			Details struct{ Message, Reason string } `json:"details"`
+		}
+		_ = json.Unmarshal([]byte(res.Body), &env)
+		if res.Status != wantStatus || env.Details.Message != wantCode || env.Details.Reason != wantReason {
+			t.Fatalf("got %d %s, want %d %s (reason %q)", res.Status, res.Body, wantStatus, wantCode, wantReason)
+		}
+	}
+
+	key := noticeKeyFrom(t, rg, got, lmssim.NoticeAssetProcessorSubmission)
+	// Authenticated: the notice names no roster.
+	check(key, http.StatusForbidden, toolmode.CodeServiceNotAvailable, "")
+	rg.update(func(pr *ltiv1.PlatformRegistration) { pr.Spec.Active = ptr.To(false) })
+	check(key, http.StatusUnauthorized, toolmode.CodeInvalidNoticeKeyAuth, toolmode.CodeUnregistered)
+	rg.update(func(pr *ltiv1.PlatformRegistration) { pr.Spec.Active = nil })
+	check(key, http.StatusForbidden, toolmode.CodeServiceNotAvailable, "")
+	rg.update(func(pr *ltiv1.PlatformRegistration) { pr.UID = "bench-uid-2" }) // re-created under its name
+	check(key, http.StatusUnauthorized, toolmode.CodeInvalidNoticeKeyAuth, toolmode.CodeUnregistered)
+	rg.update(func(pr *ltiv1.PlatformRegistration) { pr.UID = "bench-uid" })
+	check(key, http.StatusForbidden, toolmode.CodeServiceNotAvailable, "")
+
+	rg.clock.Advance(59 * time.Minute)
+	check(key, http.StatusForbidden, toolmode.CodeServiceNotAvailable, "")
+	rg.clock.Advance(time.Minute + time.Second)
+	check(key, http.StatusUnauthorized, toolmode.CodeInvalidNoticeKeyAuth, "")
 }

@@ -55,6 +55,8 @@ type grant struct {
 	// From an ltik only (never sealed in a service key): the launch itself.
 	launch *Launch
 	claims *lti.Claims
+	// notice: opened from a notice key (its 401s carry the notice key's code).
+	notice bool
 }
 
 func grantFromClaims(platformUID string, l *Launch, c *lti.Claims) *grant {
@@ -126,7 +128,7 @@ func (t *Tool) requireGrant(next http.Handler, allowServiceKey bool) http.Handle
 			g, herr = t.openLtik(h)
 		case allowServiceKey:
 			herr = schemeFailure(httpapi.Errorf(http.StatusUnauthorized, httpapi.CodeInvalidAuthScheme,
-				"This endpoint accepts LTIK-AUTH-V2 <API_KEY>:<ltik> or SERVICE-AUTH-V1 <API_KEY>:<serviceKey>."), nil)
+				"This endpoint accepts LTIK-AUTH-V2 <API_KEY>:<ltik>, SERVICE-AUTH-V1 <API_KEY>:<serviceKey> or NOTICE-AUTH-V1 <API_KEY>:<noticeKey>."), nil)
 		default:
 			herr = invalidLtikAuth("The Authorization header must be LTIK-AUTH-V2 <API_KEY>:<ltik>.")
 		}
