@@ -232,10 +232,8 @@ func (a *api) loginLatency(ctx context.Context, regs []created, samples int) (la
 	var lat latencies
 	for range samples {
 		r := regs[rand.IntN(len(regs))] //nolint:gosec // G404: picks a sample, not a secret
-		q := url.Values{"iss": {r.URL}, "client_id": {r.ClientID}, "login_hint": {"user-1"},
-			"target_link_uri": {a.base + "/lti/launch"}}
 		start := time.Now()
-		status, b, err := a.do(ctx, "GET", "/lti/login?"+q.Encode(), nil)
+		status, b, err := a.login(ctx, r)
 		lat = append(lat, time.Since(start))
 		if err != nil {
 			return nil, err
@@ -245,6 +243,35 @@ func (a *api) loginLatency(ctx context.Context, regs []created, samples int) (la
 		}
 	}
 	return lat, nil
+}
+
+func (a *api) login(ctx context.Context, r created) (int, []byte, error) {
+	q := url.Values{"iss": {r.URL}, "client_id": {r.ClientID}, "login_hint": {"user-1"},
+		"target_link_uri": {a.base + "/lti/launch"}}
+	return a.do(ctx, "GET", "/lti/login?"+q.Encode(), nil)
+}
+
+// waitLogin waits until a login of r succeeds: the API server may say Ready a moment
+// before ltiop's own cache has seen the status.
+func (a *api) waitLogin(ctx context.Context, r created, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		status, b, err := a.login(ctx, r)
+		if err == nil && status == http.StatusFound {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("login of %s still fails after %v: %w", r.ID, limit, err)
+			}
+			return fmt.Errorf("login of %s still fails after %v: %d %s", r.ID, limit, status, b)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // pageLatency walks the list in pages of limit and counts what it saw.

@@ -131,6 +131,9 @@ func run(ctx context.Context, o options) error {
 	if err := waitAllReady(ctx, k8s, 1, time.Minute); err != nil {
 		return err
 	}
+	if err := api.waitLogin(ctx, first, time.Minute); err != nil {
+		return err
+	}
 	baseline, err := api.loginLatency(ctx, []created{first}, o.samples)
 	if err != nil {
 		return err
