@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/internal/config"
-	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 )
@@ -23,17 +21,8 @@ import (
 // "Publish as LTI tool" does, so a launch without the tool's spec.custom would be refused.
 var _ = Describe("Platform mode custom parameters", func() {
 	It("sends the tool's spec.custom under the launch's, with substitution variables expanded", func(ctx SpecContext) {
-		integrator := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-		DeferCleanup(integrator.Close)
-		d := startDevInstance("ltiop-platform-custom", func(c *config.Config) {
-			c.PlatformLaunchURL = integrator.URL + "/launch"
-		})
-		tool, err := toolsim.New(toolsim.Config{Issuer: d.URL,
-			AuthorizationEndpoint: d.URL + paths.PlatformAuthorize,
-			TokenEndpoint:         d.URL + paths.PlatformToken,
-			PlatformJWKSURL:       d.URL + paths.PlatformJWKS,
-			RequiredCustom:        []string{"id"}})
-		Expect(err).NotTo(HaveOccurred())
+		d := startPlatformInstance("ltiop-platform-custom")
+		tool := newToolSim(d, func(c *toolsim.Config) { c.RequiredCustom = []string{"id"} })
 		toolSrv := httptest.NewServer(tool.Handler())
 		DeferCleanup(toolSrv.Close)
 
@@ -44,7 +33,7 @@ var _ = Describe("Platform mode custom parameters", func() {
 				TargetLinkURI:   ltiv1.EndpointURL(toolSrv.URL + "/launch"),
 				AuthConfig:      ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: tool.PublicJWK()},
 				Custom:          map[string]string{"resource id": "1"}}}
-		err = k8s.Create(ctx, bad)
+		err := k8s.Create(ctx, bad)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(err.Error()).To(ContainSubstring("custom keys must be 1 to 128 letters, digits"))
 

@@ -29,17 +29,8 @@ import (
 // that validates what it receives against ltiop's platform JWKS.
 var _ = Describe("Platform mode", func() {
 	It("launches a registered tool and serves its token requests", func(ctx SpecContext) {
-		integrator := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-		DeferCleanup(integrator.Close)
-		d := startDevInstance("ltiop-platform-mode", func(c *config.Config) {
-			c.PlatformLaunchURL = integrator.URL + "/launch"
-		})
-
-		tool, err := toolsim.New(toolsim.Config{Issuer: d.URL,
-			AuthorizationEndpoint: d.URL + paths.PlatformAuthorize,
-			TokenEndpoint:         d.URL + paths.PlatformToken,
-			PlatformJWKSURL:       d.URL + paths.PlatformJWKS})
-		Expect(err).NotTo(HaveOccurred())
+		d := startPlatformInstance("ltiop-platform-mode")
+		tool := newToolSim(d, nil)
 		toolSrv := httptest.NewServer(tool.Handler())
 		DeferCleanup(toolSrv.Close)
 
@@ -151,4 +142,29 @@ func registerToolWith(ctx context.Context, ns, name string, tool *toolsim.Tool, 
 	cfg.ClientID, cfg.DeploymentID = reg.Status.ClientID, reg.Status.DeploymentID
 	tool.SetConfig(cfg)
 	return reg
+}
+
+// startPlatformInstance starts an instance in dev mode whose platform-mode launch URL is a
+// do-nothing integrator page.
+func startPlatformInstance(ns string) *devInstance {
+	integrator := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	DeferCleanup(integrator.Close)
+	return startDevInstance(ns, func(c *config.Config) {
+		c.PlatformLaunchURL = integrator.URL + "/launch"
+	})
+}
+
+// newToolSim is a tool that trusts instance d as its platform; mutate, when set, adjusts
+// its configuration first.
+func newToolSim(d *devInstance, mutate func(*toolsim.Config)) *toolsim.Tool {
+	cfg := toolsim.Config{Issuer: d.URL,
+		AuthorizationEndpoint: d.URL + paths.PlatformAuthorize,
+		TokenEndpoint:         d.URL + paths.PlatformToken,
+		PlatformJWKSURL:       d.URL + paths.PlatformJWKS}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	tool, err := toolsim.New(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return tool
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/test/utils/testenv"
 	"github.com/ltiop/ltiop/test/utils/testmanifests"
 )
@@ -102,9 +101,7 @@ var _ = Describe("The shipped RBAC", func() {
 			}).Should(ContainElement(ltiv1.ReasonKeyCreated))
 
 			By("reconciling a ToolRegistration")
-			tool, err := toolsim.New(toolsim.Config{Issuer: d.URL, AuthorizationEndpoint: d.URL + paths.PlatformAuthorize,
-				TokenEndpoint: d.URL + paths.PlatformToken, PlatformJWKSURL: d.URL + paths.PlatformJWKS})
-			Expect(err).NotTo(HaveOccurred())
+			tool := newToolSim(d, nil)
 			toolReg := registerTool(context.Background(), ns, "quiz-tool", tool, "https://tool.example")
 			Expect(toolReg.Status.ClientID).NotTo(BeEmpty())
 
