@@ -73,14 +73,7 @@ var _ = Describe("Platform mode custom parameters", func() {
 		By("answering the launch: the tool gets the merged, expanded custom claim")
 		answer := callAt(d.Local, "POST", "/api/launches/idtoken", answerBody(map[string]string{"lang": "fr", "chapter": "$ResourceLink.title"}), bearer)
 		Expect(answer.Status).To(Equal(200), string(answer.Raw))
-		action, form, ok = lmssim.ParseAutoSubmit(answer.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		res, err = browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		launch, err := tool.WaitLaunch(ctx, 1)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(launch.OK).To(BeTrue(), launch.Err)
+		launch := deliverToTool(ctx, browser, answer, tool)
 		Expect(launch.Claims[toolsim.ClaimCustom]).To(Equal(map[string]any{
 			"id": "7d3e5b0a-5f6c-4c1e-9a53-2f8d6c1b4e90", "user": "student-5", "course": "c-1", "link": "rl-9",
 			"name": "Sam Lee", "section": "$CourseSection.sourcedId", "lang": "fr", "chapter": "Week 1",

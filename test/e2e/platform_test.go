@@ -82,14 +82,7 @@ var _ = Describe("Platform mode", func() {
 			"services": map[string]any{"namesAndRoles": map[string]any{"contextMembershipsUrl": "https://lms.example/c-1/members"}},
 		}, bearer)
 		Expect(answer.Status).To(Equal(200), string(answer.Raw))
-		action, form, ok = lmssim.ParseAutoSubmit(answer.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		res, err = browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		launch, err := tool.WaitLaunch(ctx, 1)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(launch.OK).To(BeTrue(), launch.Err)
+		launch := deliverToTool(ctx, browser, answer, tool)
 		Expect(launch.Subject).To(Equal("student-5"))
 		Expect(launch.Claims["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"]).NotTo(BeNil())
 
@@ -167,4 +160,18 @@ func newToolSim(d *devInstance, mutate func(*toolsim.Config)) *toolsim.Tool {
 	tool, err := toolsim.New(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	return tool
+}
+
+// deliverToTool posts the id_token form of the integrator's launch answer to the tool, as
+// the browser would, and returns the launch the tool accepted.
+func deliverToTool(ctx context.Context, browser *http.Client, answer response, tool *toolsim.Tool) toolsim.Launch {
+	action, form, ok := lmssim.ParseAutoSubmit(answer.JSON["form"].(string))
+	Expect(ok).To(BeTrue())
+	res, err := browser.PostForm(action, form)
+	Expect(err).NotTo(HaveOccurred())
+	res.Body.Close()
+	launch, err := tool.WaitLaunch(ctx, 1)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(launch.OK).To(BeTrue(), launch.Err)
+	return launch
 }
