@@ -143,6 +143,18 @@ func (k *Keyring) Seal(purpose string, payload []byte, ttl time.Duration) (strin
 	return k.sealAt(purpose, payload, ttl, now())
 }
 
+// SealUntil is Seal for a token that must expire at exp, whenever it is sealed (a service
+// key made on demand still expires a fixed time after its launch). exp must be at least a
+// second away.
+func (k *Keyring) SealUntil(purpose string, payload []byte, exp time.Time) (string, error) {
+	now := time.Now
+	if k.now != nil {
+		now = k.now
+	}
+	at := now()
+	return k.sealAt(purpose, payload, exp.Sub(at), at)
+}
+
 func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now time.Time) (string, error) {
 	if !validPurpose(purpose) {
 		return "", fmt.Errorf("sessions: invalid purpose %q", purpose)

@@ -208,6 +208,26 @@ func TestExpired(t *testing.T) {
 	}
 }
 
+// SealUntil: the token expires at the time given, whenever it was sealed, and a time
+// under a second away is refused (nothing sealed).
+func TestSealUntil(t *testing.T) {
+	k := fixedKeyring(t, t0.Add(time.Hour), mustKey(t, t0, 0))
+	tok, err := k.SealUntil(PurposeServiceKey, []byte(`{}`), t0.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := k.OpenToken(PurposeServiceKey, tok, t0.Add(3*time.Hour-time.Nanosecond))
+	if err != nil || !o.Expires.Equal(t0.Add(3*time.Hour)) || !o.IssuedAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("just before exp: %v, issued %v, expires %v", err, o.IssuedAt, o.Expires)
+	}
+	if _, err := k.OpenToken(PurposeServiceKey, tok, t0.Add(3*time.Hour)); !errors.Is(err, ErrExpired) {
+		t.Errorf("at exp: %v, want ErrExpired", err)
+	}
+	if tok, err := k.SealUntil(PurposeServiceKey, []byte(`{}`), t0.Add(time.Hour+time.Millisecond)); err == nil {
+		t.Errorf("sealed %q for a millisecond", tok)
+	}
+}
+
 func TestUnknownKidAfterReplace(t *testing.T) {
 	a, b := mustKey(t, t0, 0), mustKey(t, t0, 0)
 	k := fixedKeyring(t, t0, a)

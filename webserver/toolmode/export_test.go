@@ -35,3 +35,18 @@ func ResealState(t *Tool, state string) (string, error) {
 	}
 	return t.keyring.Seal(sessions.PurposeState, payload, stateTTL)
 }
+
+// ResealWithServiceKey opens an ltik this tool issued and seals the same launch again with
+// key in it, as an ltiop that made service keys at launch sealed it.
+func ResealWithServiceKey(t *Tool, ltik, key string) (string, error) {
+	payload, _, err := t.keyring.Open(sessions.PurposeLTIK, ltik, t.now())
+	if err != nil {
+		return "", err
+	}
+	l, err := decodeLaunch(payload)
+	if err != nil {
+		return "", err
+	}
+	l.ServiceKey = key
+	return t.keyring.Seal(sessions.PurposeLTIK, encodeLaunch(*l), ltikTTL)
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/lti"
+	"github.com/ltiop/ltiop/webserver/sessions"
 )
 
 // CodeInvalidLtikAuth is the one code of every LTIK authentication failure (service
@@ -95,7 +96,12 @@ func (t *Tool) IDToken(w http.ResponseWriter, r *http.Request) {
 	if token.Launch != nil && token.Launch.Target == "" {
 		token.Launch.Target = launch.TargetLinkURI
 	}
-	token.Services.ServiceKey = launch.ServiceKey // sealed at launch when NRPS or AGS is available
+	key, err := t.serviceKeyFor(launch, g)
+	if err != nil {
+		httpapi.WriteError(w, sessions.ErrSealingNotReady)
+		return
+	}
+	token.Services.ServiceKey = key
 	t.addLTI11(token, launch, claims, g)
 	httpapi.WriteJSON(w, http.StatusOK, token)
 }

@@ -32,11 +32,18 @@ type Launch struct {
 	MessageType  string `json:"m"`
 	// TargetLinkURI is the login's, for deep-linking launches whose token has none (§12.3).
 	TargetLinkURI string `json:"l,omitempty"`
-	// ServiceKey is made once at launch, so every /api/idtoken call returns the same one.
+	// ServiceKey is only in ltiks sealed by an earlier ltiop, which made it at launch; it
+	// is still answered. Now the key is minted on demand (serviceKeyFor): sealing a second
+	// token into every ltik cost a launch a sixth of its work and made the ltik a third longer.
 	ServiceKey string          `json:"k,omitempty"`
 	Claims     json.RawMessage `json:"-"`
 	// LTIVersion is set for LTI 1.1 launches (lti11.Version); empty means 1.3.
 	LTIVersion string `json:"v,omitempty"`
+
+	// issued is when the ltik was sealed, the launch's time: its service key lives from then.
+	issued time.Time
+	// minted is the service key this replica made for the launch (decodeLaunch sets it).
+	minted *mintedKey
 }
 
 func encodeLaunch(l Launch) []byte {
@@ -50,7 +57,7 @@ func decodeLaunch(b []byte) (*Launch, error) {
 	if !ok {
 		return nil, errors.New("not a sealed launch")
 	}
-	var l Launch
+	l := Launch{minted: new(mintedKey)}
 	if err := json.Unmarshal(head, &l); err != nil {
 		return nil, err
 	}
@@ -165,13 +172,6 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		PlatformID: p.ID, PlatformUID: string(p.UID), Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
 		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
 		TargetLinkURI: st.TargetLinkURI,
-	}
-	if g := grantFromClaims(record.PlatformUID, &record, claims); g.hasServices() {
-		g.PNSURL = g.pnsURL()
-		if record.ServiceKey, err = t.serviceKey(g); err != nil {
-			t.fail(w, r, sessions.ErrSealingNotReady)
-			return
-		}
 	}
 	launch := encodeLaunch(record)
 	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, launch, ltikTTL)

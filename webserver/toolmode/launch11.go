@@ -89,12 +89,6 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
 		TargetLinkURI: signed, LTIVersion: lti11.Version,
 	}
-	if g := grantFromClaims(record.PlatformUID, &record, claims); g.hasServices() || g.OutcomeURL != "" {
-		if record.ServiceKey, err = t.serviceKey(g); err != nil {
-			t.fail(w, r, sessions.ErrSealingNotReady)
-			return
-		}
-	}
 	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, encodeLaunch(record), ltikTTL)
 	if err != nil {
 		t.fail(w, r, sessions.ErrSealingNotReady)

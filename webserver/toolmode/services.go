@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ltiop/ltiop/webserver/advantage"
@@ -177,6 +178,7 @@ func (t *Tool) openLtik(header string) (*grant, *httpapi.Error) {
 	if err != nil {
 		return nil, invalidLtikAuth("The API key or the ltik is invalid, or the ltik has expired.")
 	}
+	launch.issued = opened.IssuedAt
 	t.ltiks.put(ltik, launch, claims, opened.Expires, opened.KeyID)
 	return grantFromClaims(launch.PlatformUID, launch, claims), nil
 }
@@ -210,17 +212,48 @@ func (t *Tool) openSealedGrant(credential, purpose string, fail *httpapi.Error) 
 	return &g, nil
 }
 
-// serviceKey seals the grant of a launch for background use.
-func (t *Tool) serviceKey(g *grant) (string, error) {
-	b, err := json.Marshal(g)
-	if err != nil {
-		return "", err
+// mintedKey is the service key one replica made for one launch, made at most once.
+type mintedKey struct {
+	once sync.Once
+	key  string
+	err  error
+}
+
+// serviceKeyFor is the service key of the launch g came from: made on the first
+// /api/idtoken this replica answers for the ltik, then the same while the opened ltik stays
+// in this replica's cache (another replica, or this one after eviction, makes its own,
+// as valid). It expires ServiceKeyLifetime after the
+// launch, not after the call. "" when the launch grants no service (for LTI 1.1, Basic
+// Outcomes count) or the lifetime is already over.
+func (t *Tool) serviceKeyFor(l *Launch, g *grant) (string, error) {
+	if l.ServiceKey != "" {
+		return l.ServiceKey, nil
 	}
-	lifetime := t.opts.ServiceKeyLifetime
-	if lifetime <= 0 {
-		lifetime = defaultServiceKeyLifetime
+	if !g.hasServices() && (l.LTIVersion == "" || g.OutcomeURL == "") {
+		return "", nil
 	}
-	return t.keyring.Seal(sessions.PurposeServiceKey, b, lifetime)
+	if l.minted == nil { // a Launch that decodeLaunch did not make: nowhere to keep the key
+		return "", errors.New("toolmode: the launch cannot hold a service key")
+	}
+	l.minted.once.Do(func() {
+		lifetime := t.opts.ServiceKeyLifetime
+		if lifetime <= 0 {
+			lifetime = defaultServiceKeyLifetime
+		}
+		exp := l.issued.Add(lifetime)
+		if exp.Sub(t.now()) < time.Second {
+			return
+		}
+		sealed := *g
+		sealed.PNSURL = g.pnsURL()
+		b, err := json.Marshal(&sealed)
+		if err != nil {
+			l.minted.err = err
+			return
+		}
+		l.minted.key, l.minted.err = t.keyring.SealUntil(sessions.PurposeServiceKey, b, exp)
+	})
+	return l.minted.key, l.minted.err
 }
 
 // credentials are the tool's client credentials toward the grant's platform. The

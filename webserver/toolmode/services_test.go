@@ -298,3 +298,51 @@ func TestServiceKeyExpires(t *testing.T) {
 	rg.clock.Advance(48*time.Hour + time.Second)
 	testhttp.WantError(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), http.StatusUnauthorized, toolmode.CodeInvalidServiceAuth)
 }
+
+// The service key is made when /api/idtoken is first asked for it, not at launch, yet it
+// still expires ServiceKeyLifetime after the launch: asking late does not extend it.
+func TestServiceKeyLifetimeCountsFromLaunch(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.services = true; c.opts.ServiceKeyLifetime = 30 * time.Hour })
+	ltik := rg.launchWith(t, nil)
+	rg.clock.Advance(20 * time.Hour) // the ltik (24 h) still opens
+	key := rg.serviceKeyOf(t, ltik)
+	if key == "" || rg.serviceKeyOf(t, ltik) != key {
+		t.Fatal("the service key is missing or differs between calls")
+	}
+	if res := rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil); res.Status != http.StatusOK {
+		t.Fatalf("a fresh service key: %d %s", res.Status, res.Body)
+	}
+	rg.clock.Advance(10*time.Hour + time.Second) // 30 h after the launch, 10 h after the call
+	testhttp.WantError(t, rg.call(t, nil, "GET", "/api/memberships", serviceAuth(key), nil), http.StatusUnauthorized, toolmode.CodeInvalidServiceAuth)
+}
+
+// An ltik sealed by an ltiop that made the service key at launch (it carries the key)
+// answers that key, so integrators' stored keys and ltiks survive an upgrade.
+func TestServiceKeyFromAnEarlierLtik(t *testing.T) {
+	rg := newRig(t, func(c *rigConfig) { c.services = true })
+	ltik := rg.launchWith(t, nil)
+	earlier := rg.serviceKeyOf(t, rg.launchWith(t, nil))
+	old, err := toolmode.ResealWithServiceKey(rg.tool, ltik, earlier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rg.serviceKeyOf(t, old); got != earlier {
+		t.Fatalf("an ltik carrying its service key answered another one")
+	}
+	if got := rg.serviceKeyOf(t, ltik); got == "" || got == earlier {
+		t.Fatalf("the new ltik's service key %q", got)
+	}
+}
+
+// A launch without a service (no NRPS, AGS, groups, asset or outcome claim) has no key.
+func TestNoServiceKeyWithoutServices(t *testing.T) {
+	rg := newRig(t)
+	ltik := rg.launchWith(t, func(c map[string]any) {
+		delete(c, "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice")
+		delete(c, "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
+		delete(c, "https://purl.imsglobal.org/spec/lti-gs/claim/groupsservice")
+	})
+	if key := rg.serviceKeyOf(t, ltik); key != "" {
+		t.Fatalf("a launch without services got a service key")
+	}
+}
