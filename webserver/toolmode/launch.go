@@ -75,7 +75,7 @@ type pendingLaunch struct {
 
 // Launch serves POST /lti/launch: the OIDC authentication response (conformance §1.3–§1.5).
 func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
+	if err := httpapi.ParseForm(r); err != nil {
 		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, CodeMissingIDToken, "The launch request could not be read."))
 		return
 	}

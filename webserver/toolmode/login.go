@@ -87,7 +87,7 @@ func decodeLoginState(payload []byte) (st loginState, ok bool) {
 
 // Login serves /lti/login (GET and POST): the third-party initiated login of conformance §1.1.
 func (t *Tool) Login(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
+	if err := httpapi.ParseForm(r); err != nil {
 		t.fail(w, r, loginErr(CodeInvalidLogin, "The login request could not be read."))
 		return
 	}
