@@ -10,6 +10,9 @@ pairs() {
   echo "config/rbac/leader_election_role.yaml charts/ltiop/files/leader-election-role.yaml"
   echo "config/metrics-auth/metrics_auth_role.yaml charts/ltiop/files/metrics-auth-role.yaml"
   echo "config/metrics-auth/metrics_reader_role.yaml charts/ltiop/files/metrics-reader-role.yaml"
+  for r in platformregistration_editor platformregistration_viewer toolregistration_editor toolregistration_viewer; do
+    echo "config/rbac/${r}_role.yaml charts/ltiop/files/user-roles/${r}_role.yaml"
+  done
 }
 if [ "${1:-}" = --list ]; then pairs; exit 0; fi
 pairs | while read -r src dst; do cp "$src" "$dst"; done

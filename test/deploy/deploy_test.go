@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -93,7 +94,15 @@ var _ = Describe("The Helm chart", func() {
 		objs := mustRenderChart(defaultValues())
 		Expect(objs.Find("Deployment", "ltiop")).NotTo(BeNil())
 		Expect(objs.OfKind("CustomResourceDefinition")).To(HaveLen(2))
-		Expect(objs.OfKind("ClusterRole")).To(BeEmpty(), "namespaced rights only, unless metrics.secure")
+		// ltiop itself has namespaced rights only, unless metrics.secure: the ClusterRoles
+		// are the four for people, and nothing binds a ClusterRole.
+		var clusterRoles []string
+		for _, r := range objs.OfKind("ClusterRole") {
+			clusterRoles = append(clusterRoles, r.GetName())
+		}
+		Expect(clusterRoles).To(ConsistOf("ltiop-platformregistration-editor", "ltiop-platformregistration-viewer",
+			"ltiop-toolregistration-editor", "ltiop-toolregistration-viewer"))
+		Expect(objs.OfKind("ClusterRoleBinding")).To(BeEmpty())
 		Expect(objs.Find("ServiceMonitor", "ltiop")).To(BeNil())
 		applyDryRun(objs)
 	})
@@ -199,6 +208,19 @@ var _ = Describe("The Helm chart", func() {
 			Expect(field(mustRenderChart(fullValues()).Find("ClusterRole", name), "rules")).
 				To(Equal(field(kustomize(filepath.Join("testdata", "all-components")).Find("ClusterRole", name), "rules")), name)
 		}
+		// The ClusterRoles for people: config/rbac's rules and aggregation labels.
+		for _, role := range []string{"platformregistration-editor", "platformregistration-viewer", "toolregistration-editor", "toolregistration-viewer"} {
+			k, c := kust.Find("ClusterRole", "ltiop-"+role), chart.Find("ClusterRole", "ltiop-"+role)
+			Expect(c).NotTo(BeNil(), role)
+			Expect(field(c, "rules")).To(Equal(field(k, "rules")), role)
+			for name, value := range k.GetLabels() {
+				if strings.HasPrefix(name, "rbac.authorization.k8s.io/") {
+					Expect(c.GetLabels()).To(HaveKeyWithValue(name, value), role)
+				}
+			}
+		}
+		Expect(mustRenderChart(map[string]any{"publicUrl": "https://lti.example.com", "rbac": map[string]any{"userRoles": false}}).
+			OfKind("ClusterRole")).To(BeEmpty(), "rbac.userRoles=false renders no ClusterRole")
 		// The CRDs of the chart are the generated ones.
 		for _, crd := range kust.OfKind("CustomResourceDefinition") {
 			Expect(chart.Find("CustomResourceDefinition", crd.GetName()).Object).To(Equal(crd.Object))
