@@ -88,7 +88,7 @@ const (
 type options struct {
 	n, rounds, warmup, browsers, clients int
 	bin, profile                         string
-	dev                                  bool
+	dev, floor                           bool
 }
 
 func main() {
@@ -101,6 +101,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "ltiop binaries to measure, comma-separated (default: one built from this checkout)")
 	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of one more round to this file")
 	flag.BoolVar(&o.dev, "dev", false, "run ltiop in dev mode (debug logs) instead of production mode")
+	flag.BoolVar(&o.floor, "floor", false, "also measure hack/launchload/floor (net/http answering the same traffic with no LTI work) and print each binary's CPU above it")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "launchload:", err)
@@ -134,6 +135,16 @@ func run(o options) error {
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building ltiop: %w", err)
 		}
+	}
+	floorBin := ""
+	if o.floor {
+		floorBin = filepath.Join(tmp, "floor")
+		build := exec.Command("go", "build", "-o", floorBin, "./hack/launchload/floor")
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the floor server: %w", err)
+		}
+		bins = append(bins, floorBin)
 	}
 
 	// The LMS: its key set over TLS (production ltiop takes https URLs only); ltiop trusts
@@ -206,13 +217,21 @@ func run(o options) error {
 			fmt.Printf("round %d %s: %.1f µs of server CPU per login+launch (%.0f launches/s wall)\n", r, t.bin, float64(last.cpu)/1e3, last.rate)
 		}
 	}
-	for _, t := range targets {
+	medians := make([]time.Duration, len(targets))
+	for i, t := range targets {
 		cpu := make([]time.Duration, len(t.perLaunch))
 		for i, m := range t.perLaunch {
 			cpu[i] = m.cpu
 		}
 		slices.Sort(cpu)
-		fmt.Printf("median %s: %.1f µs of server CPU per login+launch (%d rounds of %d)\n", t.bin, float64(cpu[len(cpu)/2])/1e3, len(cpu), o.n)
+		medians[i] = cpu[len(cpu)/2]
+		fmt.Printf("median %s: %.1f µs of server CPU per login+launch (%d rounds of %d)\n", t.bin, float64(medians[i])/1e3, len(cpu), o.n)
+	}
+	if o.floor {
+		floor := medians[len(medians)-1]
+		for i, t := range targets[:len(targets)-1] {
+			fmt.Printf("above the floor %s: %.1f µs of server CPU per login+launch\n", t.bin, float64(medians[i]-floor)/1e3)
+		}
 	}
 
 	if o.profile != "" {
