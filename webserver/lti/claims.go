@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ltiop/ltiop/internal/jsonscan"
 	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
@@ -49,7 +48,7 @@ type Audience []string
 
 // UnmarshalJSON accepts a string, an array of strings, or null.
 func (a *Audience) UnmarshalJSON(b []byte) error {
-	sc := jsonscan.NewScanner(string(b))
+	sc := newScanner(string(b))
 	aud, ok := readAudience(sc)
 	if sc.End() != nil {
 		return errors.New("lti: aud is not valid JSON")
@@ -70,15 +69,15 @@ func readAudience(sc *scanner) (Audience, bool) {
 		sc.Skip()
 		return nil, true
 	case kindArray:
-		out, ok := make(Audience, 0, 2), true
+		start, ok := sc.listStart(), true
 		for sc.Array(); sc.NextElement(); {
 			s, isStr := readString(sc)
-			out, ok = append(out, s), ok && isStr
+			sc.strs, ok = append(sc.strs, s), ok && isStr
 		}
 		if !ok {
 			return nil, false
 		}
-		return out, true
+		return sc.list(start), true
 	}
 	sc.Skip()
 	return nil, false
@@ -210,6 +209,52 @@ type Claims struct {
 	Raw json.RawMessage
 
 	bad claimBits // claims present with a JSON type that cannot be used
+	mem claimMem  // where the decode puts the claims most launches carry
+}
+
+// claimMem holds the structs of the claims most launches carry, allocated with the
+// Claims instead of one by one; a claim sent twice reuses its slot (the last one wins).
+type claimMem struct {
+	rl   ResourceLink
+	ctx  Context
+	tp   ToolPlatform
+	lp   LaunchPresentation
+	nrps NRPSClaim
+	ags  AGSClaim
+	lis  LIS
+	l1p1 LTI1p1
+}
+
+// clearUnused zeroes the slots of claims that ended up absent (null, or not an object,
+// after an object), so that two Claims holding the same claims are equal structs.
+func (m *claimMem) clearUnused(c *Claims) {
+	clearIf(&m.rl, c.ResourceLink == nil)
+	clearIf(&m.ctx, c.Context == nil)
+	clearIf(&m.tp, c.ToolPlatform == nil)
+	clearIf(&m.lp, c.LaunchPresentation == nil)
+	clearIf(&m.nrps, c.NRPS == nil)
+	clearIf(&m.ags, c.AGS == nil)
+	clearIf(&m.lis, c.LIS == nil)
+	clearIf(&m.l1p1, c.LTI1p1 == nil)
+}
+
+func clearIf[T any](p *T, absent bool) {
+	if absent {
+		var zero T
+		*p = zero
+	}
+}
+
+// slot returns the zeroed slot of claimMem that at picks, or a new T when sc decodes
+// for no Claims.
+func slot[T any](sc *scanner, at func(m *claimMem) *T) *T {
+	if sc.mem == nil {
+		return new(T)
+	}
+	p := at(sc.mem)
+	var zero T
+	*p = zero
+	return p
 }
 
 // claimBits flags claims (or required members) that were present with an
@@ -293,7 +338,8 @@ func trimJSON(s string) string {
 // whether doc is one valid JSON object (whitespace around it allowed); when it is not,
 // c holds what came before the fault.
 func (c *Claims) decode(doc string) bool {
-	sc := jsonscan.NewScanner(doc)
+	sc := newScanner(doc)
+	sc.mem = &c.mem
 	if sc.Kind() != kindObject {
 		return false
 	}
@@ -309,6 +355,7 @@ func (c *Claims) decode(doc string) bool {
 			f.decode(c, sc)
 		}
 	}
+	c.mem.clearUnused(c)
 	return sc.End() == nil
 }
 
@@ -429,7 +476,7 @@ func (c *Claims) decodeResourceLink(sc *scanner) {
 		c.bad |= badResourceLink
 		return
 	}
-	rl := &ResourceLink{}
+	rl := slot(sc, func(m *claimMem) *ResourceLink { return &m.rl })
 	for sc.NextMember() {
 		switch sc.Key() {
 		case "id":
@@ -451,7 +498,7 @@ func (c *Claims) decodeContext(sc *scanner) {
 	if !enterObject(sc) {
 		return // optional claim: tolerated as absent
 	}
-	ctx := &Context{}
+	ctx := slot(sc, func(m *claimMem) *Context { return &m.ctx })
 	for sc.NextMember() {
 		switch sc.Key() {
 		case "id":
@@ -515,7 +562,7 @@ func decodeToolPlatform(sc *scanner) *ToolPlatform {
 	if !enterObject(sc) {
 		return nil
 	}
-	tp := &ToolPlatform{}
+	tp := slot(sc, func(m *claimMem) *ToolPlatform { return &m.tp })
 	for sc.NextMember() {
 		switch sc.Key() {
 		case "guid":
@@ -541,7 +588,7 @@ func decodeLaunchPresentation(sc *scanner) *LaunchPresentation {
 	if !enterObject(sc) {
 		return nil
 	}
-	lp := &LaunchPresentation{}
+	lp := slot(sc, func(m *claimMem) *LaunchPresentation { return &m.lp })
 	for sc.NextMember() {
 		switch sc.Key() {
 		case "document_target":
@@ -579,7 +626,7 @@ func decodeLIS(sc *scanner) *LIS {
 	if !enterObject(sc) {
 		return nil
 	}
-	l := &LIS{}
+	l := slot(sc, func(m *claimMem) *LIS { return &m.lis })
 	for sc.NextMember() {
 		switch sc.Key() {
 		case "person_sourcedid":
@@ -597,7 +644,7 @@ func decodeNRPS(sc *scanner) *NRPSClaim {
 	if !enterObject(sc) {
 		return nil
 	}
-	n := &NRPSClaim{}
+	n := slot(sc, func(m *claimMem) *NRPSClaim { return &m.nrps })
 	for sc.NextMember() {
 		switch sc.Key() {
 		case "context_memberships_url":

@@ -13,8 +13,6 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
-
-	"github.com/ltiop/ltiop/internal/jsonscan"
 )
 
 // Claim names of the LtiDeepLinkingResponse (DL §4.5).
@@ -186,7 +184,7 @@ func dataToEcho(c *Claims) json.RawMessage {
 // rawDLData finds the raw text of deep_linking_settings.data in a claims
 // payload, with the decoder's rules (last member wins, null is absent).
 func rawDLData(payload []byte) (string, bool) {
-	sc := jsonscan.NewScanner(string(payload))
+	sc := newScanner(string(payload))
 	data := ""
 	for ok := enterObject(sc); ok && sc.NextMember(); {
 		if sc.Key() != ClaimDeepLinkingSettings {

@@ -22,7 +22,34 @@ import (
 
 type jsonKind = jsonscan.Kind
 
-type scanner = jsonscan.Scanner
+// scanner is what the decoders read with: a jsonscan.Scanner, and the block the string
+// lists of one document are carved from (one allocation instead of one per list).
+type scanner struct {
+	jsonscan.Scanner
+	strs []string  // the lists carved so far; capacity left for the next
+	mem  *claimMem // the slots of the Claims being decoded (nil: none)
+}
+
+// newScanner returns a scanner over doc.
+func newScanner(doc string) *scanner {
+	sc := &scanner{}
+	sc.Reset(doc)
+	return sc
+}
+
+// list returns the strings appended to sc.strs since start as a list of their own: its
+// capacity ends with it, so appending to it never writes over the next one.
+func (sc *scanner) list(start int) []string {
+	return sc.strs[start:len(sc.strs):len(sc.strs)]
+}
+
+// listStart is where the next list begins in sc.strs (allocated on first use).
+func (sc *scanner) listStart() int {
+	if sc.strs == nil {
+		sc.strs = make([]string, 0, 16)
+	}
+	return len(sc.strs)
+}
 
 const (
 	kindNone   = jsonscan.Invalid // absent or not JSON
@@ -182,28 +209,28 @@ func readOptBool(sc *scanner) *bool {
 func readStringList(sc *scanner, splitComma bool) ([]string, bool) {
 	switch sc.Kind() {
 	case kindArray:
-		out := make([]string, 0, 4)
+		start := sc.listStart()
 		for sc.Array(); sc.NextElement(); {
 			if s, isStr := readString(sc); isStr {
-				out = append(out, s)
+				sc.strs = append(sc.strs, s)
 			}
 		}
-		return out, true
+		return sc.list(start), true
 	case kindString:
 		s := sc.Str()
+		start := sc.listStart()
 		if !splitComma {
-			if s == "" {
-				return []string{}, true
+			if s != "" {
+				sc.strs = append(sc.strs, s)
 			}
-			return []string{s}, true
+			return sc.list(start), true
 		}
-		out := make([]string, 0, 4)
 		for part := range strings.SplitSeq(s, ",") {
 			if part = strings.TrimSpace(part); part != "" {
-				out = append(out, part)
+				sc.strs = append(sc.strs, part)
 			}
 		}
-		return out, true
+		return sc.list(start), true
 	}
 	sc.Skip()
 	return nil, false

@@ -53,7 +53,7 @@ func decodeLTI1p1(sc *scanner) *LTI1p1 {
 	if !enterObject(sc) {
 		return nil
 	}
-	l := &LTI1p1{}
+	l := slot(sc, func(m *claimMem) *LTI1p1 { return &m.l1p1 })
 	for sc.NextMember() {
 		var at *string
 		switch sc.Key() {

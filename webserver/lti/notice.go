@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ltiop/ltiop/internal/jsonscan"
 	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
@@ -43,7 +42,7 @@ type PNSClaim struct {
 // or returns nil when the launch has none or it names no URL. raw must be one JSON object.
 func DecodePNS(raw []byte) *PNSClaim {
 	var out *PNSClaim
-	sc := jsonscan.NewScanner(string(raw))
+	sc := newScanner(string(raw))
 	if !enterObject(sc) {
 		return nil
 	}
@@ -127,7 +126,7 @@ func decodeNotice(claims string) (*Notice, *apierr.Error) {
 	bad := func(d string) *apierr.Error { return newError(400, CodeInvalidNotice, "T-PNS-03", d) }
 	var n *Notice
 	var fault *apierr.Error
-	sc := jsonscan.NewScanner(claims)
+	sc := newScanner(claims)
 	for ok := enterObject(sc); ok && sc.NextMember(); {
 		if sc.Key() != ClaimNotice {
 			continue

@@ -69,7 +69,7 @@ func (c *Claims) decodeAGSClaim(sc *scanner) {
 		c.bad |= badAGS
 		return
 	}
-	a := &AGSClaim{}
+	a := slot(sc, func(m *claimMem) *AGSClaim { return &m.ags })
 	for sc.NextMember() {
 		switch sc.Key() {
 		case "scope":

@@ -15,7 +15,6 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 
-	"github.com/ltiop/ltiop/internal/jsonscan"
 	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
@@ -192,7 +191,7 @@ const maxSignatureSize = 1024
 // readHeader reads alg, kid and the members ltiop refuses from the JOSE header, and
 // reports whether hdr is one JSON object.
 func (t *compact) readHeader(hdr string) bool {
-	sc := jsonscan.NewScanner(hdr)
+	sc := newScanner(hdr)
 	if !enterObject(sc) {
 		return false
 	}
