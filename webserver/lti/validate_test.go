@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -712,4 +713,31 @@ func within(b []byte, s string) bool {
 	d := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
 	return p >= d && p+uintptr(len(s)) <= d+uintptr(len(b))
+}
+
+// Validate recycles the buffers it copies signing inputs into: concurrent validations
+// of different tokens each verify and return their own claims (run with -race).
+func TestValidateConcurrent(t *testing.T) {
+	const n = 8
+	tokens := make([]string, n)
+	for i := range tokens {
+		c := canvasLikeClaims()
+		c["sub"] = fmt.Sprint("user-", i)
+		c["https://example.com/padding"] = strings.Repeat("x", i*700) // signing inputs of several sizes
+		tokens[i] = sign(t, testHeader(), c)
+	}
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() {
+			for r := range 20 {
+				i := (g + r) % n
+				c, e := Validate(context.Background(), tokens[i], testKeys, testPolicy())
+				if e != nil || c.Subject != fmt.Sprint("user-", i) {
+					t.Errorf("token %d: %v, %+v", i, e, c)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
