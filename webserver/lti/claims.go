@@ -205,7 +205,8 @@ type Claims struct {
 	LTI11LegacyUserID string
 
 	// Raw is the payload exactly as received (for /api/idtoken?raw=true and for
-	// claims this type does not model).
+	// claims this type does not model). The string fields share its memory: never
+	// modify it (append to a copy).
 	Raw json.RawMessage
 
 	bad claimBits // claims present with a JSON type that cannot be used
