@@ -17,6 +17,7 @@
 package jsonscan
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -379,8 +380,12 @@ func scanString(s string, i int) (int, uint8, errKind) {
 			w := load64(s, i)
 			q := w ^ (lsb * '"')
 			b := w ^ (lsb * '\\')
-			// A byte of w is '"', '\\' or < 0x20 (exact, borrows cannot hide one).
-			if ((q-lsb)&^q|(b-lsb)&^b|(w-lsb*0x20)&^w)&msb != 0 {
+			// The bytes of w that are '"', '\\' or < 0x20. Borrows cannot hide one, and
+			// only flag bytes above a true one: the lowest flagged byte is the first.
+			if m := ((q-lsb)&^q | (b-lsb)&^b | (w-lsb*0x20)&^w) & msb; m != 0 {
+				n := bits.TrailingZeros64(m) >> 3 // plain bytes before it
+				acc |= w & (1<<(n*8) - 1)
+				i += n // the byte loop below stops at once
 				break
 			}
 			acc |= w

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ltiop/ltiop/internal/jsonscan"
 	"github.com/ltiop/ltiop/webserver/apierr"
 )
 
@@ -49,11 +48,11 @@ type Audience []string
 
 // UnmarshalJSON accepts a string, an array of strings, or null.
 func (a *Audience) UnmarshalJSON(b []byte) error {
-	s := string(b)
-	if !jsonscan.Valid(s) {
+	sc := newScanner(string(b))
+	aud, ok := readAudience(sc)
+	if sc.End() != nil {
 		return errors.New("lti: aud is not valid JSON")
 	}
-	aud, ok := decodeAudience(trimJSON(s))
 	if !ok {
 		return errors.New("lti: aud must be a string or an array of strings")
 	}
@@ -61,26 +60,26 @@ func (a *Audience) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func decodeAudience(raw string) (Audience, bool) {
-	switch kindOf(raw) {
+// readAudience reads aud: a string, null, or an array of strings.
+func readAudience(sc *scanner) (Audience, bool) {
+	switch sc.Kind() {
 	case kindString:
-		return Audience{decodeString(raw)}, true
+		return Audience{sc.Str()}, true
 	case kindNull:
+		sc.Skip()
 		return nil, true
 	case kindArray:
-		out := make(Audience, 0, 2)
-		for it := newArrayIter(raw); ; {
-			v, ok := it.next()
-			if !ok {
-				return out, true
-			}
-			s, isStr := asString(v)
-			if !isStr {
-				return nil, false
-			}
-			out = append(out, s)
+		start, ok := sc.listStart(), true
+		for sc.Array(); sc.NextElement(); {
+			s, isStr := readString(sc)
+			sc.strs, ok = append(sc.strs, s), ok && isStr
 		}
+		if !ok {
+			return nil, false
+		}
+		return sc.list(start), true
 	}
+	sc.Skip()
 	return nil, false
 }
 
@@ -206,10 +205,57 @@ type Claims struct {
 	LTI11LegacyUserID string
 
 	// Raw is the payload exactly as received (for /api/idtoken?raw=true and for
-	// claims this type does not model).
+	// claims this type does not model). The string fields share its memory: never
+	// modify it (append to a copy).
 	Raw json.RawMessage
 
 	bad claimBits // claims present with a JSON type that cannot be used
+	mem claimMem  // where the decode puts the claims most launches carry
+}
+
+// claimMem holds the structs of the claims most launches carry, allocated with the
+// Claims instead of one by one; a claim sent twice reuses its slot (the last one wins).
+type claimMem struct {
+	rl   ResourceLink
+	ctx  Context
+	tp   ToolPlatform
+	lp   LaunchPresentation
+	nrps NRPSClaim
+	ags  AGSClaim
+	lis  LIS
+	l1p1 LTI1p1
+}
+
+// clearUnused zeroes the slots of claims that ended up absent (null, or not an object,
+// after an object), so that two Claims holding the same claims are equal structs.
+func (m *claimMem) clearUnused(c *Claims) {
+	clearIf(&m.rl, c.ResourceLink == nil)
+	clearIf(&m.ctx, c.Context == nil)
+	clearIf(&m.tp, c.ToolPlatform == nil)
+	clearIf(&m.lp, c.LaunchPresentation == nil)
+	clearIf(&m.nrps, c.NRPS == nil)
+	clearIf(&m.ags, c.AGS == nil)
+	clearIf(&m.lis, c.LIS == nil)
+	clearIf(&m.l1p1, c.LTI1p1 == nil)
+}
+
+func clearIf[T any](p *T, absent bool) {
+	if absent {
+		var zero T
+		*p = zero
+	}
+}
+
+// slot returns the zeroed slot of claimMem that at picks, or a new T when sc decodes
+// for no Claims.
+func slot[T any](sc *scanner, at func(m *claimMem) *T) *T {
+	if sc.mem == nil {
+		return new(T)
+	}
+	p := at(sc.mem)
+	var zero T
+	*p = zero
+	return p
 }
 
 // claimBits flags claims (or required members) that were present with an
@@ -263,7 +309,9 @@ func ParseClaims(payload []byte) (*Claims, error) {
 // ParseValidatedClaims is ParseClaims for claims this service validated earlier and got
 // back through authenticated encryption (an ltik): the payload is known to be one JSON
 // object, so it is neither copied nor checked for claims of the wrong type (the decode
-// still validates the JSON as it goes). Never use it on input from outside.
+// still validates the JSON as it goes). The claims keep payload as Raw and their strings
+// share its memory: the caller hands it over and must not modify it afterwards. Never
+// use it on input from outside.
 func ParseValidatedClaims(payload []byte) (*Claims, error) {
 	c, ok := parseClaims(payload)
 	if !ok {
@@ -277,51 +325,46 @@ func ParseValidatedClaims(payload []byte) (*Claims, error) {
 // pass. ok is false when payload is not a JSON object.
 func parseClaims(payload []byte) (*Claims, bool) {
 	c := &Claims{Raw: payload}
-	if !c.decode(string(payload)) {
+	if !c.decode(sharedString(payload)) {
 		return nil, false
 	}
 	return c, true
-}
-
-// jsonObject validates payload and returns it as a string holding one object.
-func jsonObject(payload []byte) (string, bool) {
-	s := string(payload)
-	if !jsonscan.Valid(s) {
-		return "", false
-	}
-	s = trimJSON(s)
-	return s, kindOf(s) == kindObject
 }
 
 func trimJSON(s string) string {
 	return strings.Trim(s, " \t\n\r")
 }
 
-// decode decodes the claims in obj and reports whether obj is one valid JSON object
-// (whitespace around it allowed); when it is not, c holds what came before the fault.
-func (c *Claims) decode(obj string) bool {
-	for it := newObjectIter(obj); ; {
-		key, val, ok := it.next()
-		if !ok {
-			return it.valid()
-		}
-		f, known := claimFields[key]
+// decode decodes the claims in doc, in one pass that also validates it, and reports
+// whether doc is one valid JSON object (whitespace around it allowed); when it is not,
+// c holds what came before the fault.
+func (c *Claims) decode(doc string) bool {
+	sc := newScanner(doc)
+	sc.mem = &c.mem
+	if sc.Kind() != kindObject {
+		return false
+	}
+	for sc.Object(); sc.NextMember(); {
+		f, known := claimFields[sc.Key()]
 		switch {
-		case !known: // T-TOK-23
-		case kindOf(val) == kindNull: // null counts as absent
+		case !known: // T-TOK-23: skipped (and validated) by NextMember
+		case sc.Kind() == kindNull: // null counts as absent
+			sc.Skip()
 			f.reset(c)
 			c.bad &^= f.bad
 		default:
-			f.decode(c, val)
+			f.decode(c, sc)
 		}
 	}
+	c.mem.clearUnused(c)
+	return sc.End() == nil
 }
 
 // claimField is how one top-level claim is read into Claims.
 type claimField struct {
-	decode func(c *Claims, val string) // val is not null; sets or clears the bits in bad
-	reset  func(c *Claims)             // back to absent (the claim is null)
-	bad    claimBits                   // the bits decode may set, cleared with reset
+	decode func(c *Claims, sc *scanner) // reads the value (not null); sets or clears the bits in bad
+	reset  func(c *Claims)              // back to absent (the claim is null)
+	bad    claimBits                    // the bits decode may set, cleared with reset
 }
 
 // claimFields are the claims Claims models, by name: adding a claim is one entry here.
@@ -331,32 +374,32 @@ var claimFields = map[string]claimField{
 	"azp":   requiredString(func(c *Claims) *string { return &c.AuthorizedParty }, badAzp),
 	"nonce": requiredString(func(c *Claims) *string { return &c.Nonce }, badNonce),
 	"aud": {bad: badAud,
-		decode: func(c *Claims, val string) {
-			aud, ok := decodeAudience(val)
+		decode: func(c *Claims, sc *scanner) {
+			aud, ok := readAudience(sc)
 			c.Audience = aud
 			c.flag(badAud, !ok)
 		},
 		reset: func(c *Claims) { c.Audience = nil }},
 	"exp": {bad: badExp,
-		decode: func(c *Claims, val string) {
-			c.ExpiresAt, c.HasExp = asNumericDate(val)
+		decode: func(c *Claims, sc *scanner) {
+			c.ExpiresAt, c.HasExp = readNumericDate(sc)
 			c.flag(badExp, !c.HasExp)
 		},
 		reset: func(c *Claims) { c.ExpiresAt, c.HasExp = 0, false }},
 	"iat": {bad: badIat,
-		decode: func(c *Claims, val string) {
-			c.IssuedAt, c.HasIat = asNumericDate(val)
+		decode: func(c *Claims, sc *scanner) {
+			c.IssuedAt, c.HasIat = readNumericDate(sc)
 			c.flag(badIat, !c.HasIat)
 		},
 		reset: func(c *Claims) { c.IssuedAt, c.HasIat = 0, false }},
 
-	"name":        optional(func(c *Claims) *string { return &c.Name }, optString),
-	"given_name":  optional(func(c *Claims) *string { return &c.GivenName }, optString),
-	"family_name": optional(func(c *Claims) *string { return &c.FamilyName }, optString),
-	"middle_name": optional(func(c *Claims) *string { return &c.MiddleName }, optString),
-	"email":       optional(func(c *Claims) *string { return &c.Email }, optString),
-	"picture":     optional(func(c *Claims) *string { return &c.Picture }, optString),
-	"locale":      optional(func(c *Claims) *string { return &c.Locale }, optString),
+	"name":        optional(func(c *Claims) *string { return &c.Name }, readOptString),
+	"given_name":  optional(func(c *Claims) *string { return &c.GivenName }, readOptString),
+	"family_name": optional(func(c *Claims) *string { return &c.FamilyName }, readOptString),
+	"middle_name": optional(func(c *Claims) *string { return &c.MiddleName }, readOptString),
+	"email":       optional(func(c *Claims) *string { return &c.Email }, readOptString),
+	"picture":     optional(func(c *Claims) *string { return &c.Picture }, readOptString),
+	"locale":      optional(func(c *Claims) *string { return &c.Locale }, readOptString),
 
 	ClaimMessageType:   requiredString(func(c *Claims) *string { return &c.MessageType }, badMessageType),
 	ClaimVersion:       requiredString(func(c *Claims) *string { return &c.Version }, badVersion),
@@ -366,11 +409,13 @@ var claimFields = map[string]claimField{
 		decode: (*Claims).decodeResourceLink,
 		reset:  func(c *Claims) { c.ResourceLink = nil }},
 	ClaimRoles: {bad: badRoles,
-		decode: func(c *Claims, val string) {
+		decode: func(c *Claims, sc *scanner) {
 			c.Roles, c.RolesPresent = nil, false
-			c.flag(badRoles, kindOf(val) != kindArray)
-			if kindOf(val) == kindArray {
-				c.Roles, c.RolesPresent = stringList(val, false)
+			c.flag(badRoles, sc.Kind() != kindArray)
+			if sc.Kind() == kindArray {
+				c.Roles, c.RolesPresent = readStringList(sc, false)
+			} else {
+				sc.Skip()
 			}
 		},
 		reset: func(c *Claims) { c.Roles, c.RolesPresent = nil, false }},
@@ -386,8 +431,8 @@ var claimFields = map[string]claimField{
 	ClaimCustom:             optional(func(c *Claims) *map[string]string { return &c.Custom }, decodeCustom),
 	ClaimLIS:                optional(func(c *Claims) **LIS { return &c.LIS }, decodeLIS),
 	ClaimGroups:             optional(func(c *Claims) **GroupsClaim { return &c.Groups }, decodeGroups),
-	ClaimRoleScopeMentor: optional(func(c *Claims) *[]string { return &c.RoleScopeMentor }, func(val string) []string {
-		list, _ := stringList(val, false)
+	ClaimRoleScopeMentor: optional(func(c *Claims) *[]string { return &c.RoleScopeMentor }, func(sc *scanner) []string {
+		list, _ := readStringList(sc, false)
 		return list
 	}),
 	ClaimNRPS: optional(func(c *Claims) **NRPSClaim { return &c.NRPS }, decodeNRPS),
@@ -402,14 +447,18 @@ var claimFields = map[string]claimField{
 // requiredString is a string claim a message may require: another JSON type sets bit.
 func requiredString(at func(*Claims) *string, bit claimBits) claimField {
 	return claimField{bad: bit,
-		decode: func(c *Claims, val string) { *at(c) = c.requiredString(val, bit) },
-		reset:  func(c *Claims) { *at(c) = "" }}
+		decode: func(c *Claims, sc *scanner) {
+			s, ok := readString(sc)
+			*at(c) = s
+			c.flag(bit, !ok)
+		},
+		reset: func(c *Claims) { *at(c) = "" }}
 }
 
 // optional is a claim no message requires: dec tolerates any JSON type (T-QUIRK-04).
-func optional[T any](at func(*Claims) *T, dec func(val string) T) claimField {
+func optional[T any](at func(*Claims) *T, dec func(sc *scanner) T) claimField {
 	return claimField{
-		decode: func(c *Claims, val string) { *at(c) = dec(val) },
+		decode: func(c *Claims, sc *scanner) { *at(c) = dec(sc) },
 		reset:  func(c *Claims) { var zero T; *at(c) = zero }}
 }
 
@@ -421,259 +470,219 @@ func (c *Claims) flag(bit claimBits, set bool) {
 	}
 }
 
-func (c *Claims) requiredString(val string, bit claimBits) string {
-	s, ok := asString(val)
-	c.flag(bit, !ok)
-	return s
-}
-
-func (c *Claims) decodeResourceLink(val string) {
+func (c *Claims) decodeResourceLink(sc *scanner) {
 	c.ResourceLink = nil
 	c.bad &^= badResourceLink | badResourceLinkID
-	rl := &ResourceLink{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "id":
-			id, isStr := asString(v)
-			rl.ID = id
-			c.flag(badResourceLinkID, !isStr && kindOf(v) != kindNull)
-		case "title":
-			rl.Title = optString(v)
-		case "description":
-			rl.Description = optString(v)
-		}
-	}) {
+	if !enterObject(sc) {
 		c.bad |= badResourceLink
 		return
+	}
+	rl := slot(sc, func(m *claimMem) *ResourceLink { return &m.rl })
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "id":
+			id, bad := readRequiredMember(sc)
+			rl.ID = id
+			c.flag(badResourceLinkID, bad)
+		case "title":
+			rl.Title = readOptString(sc)
+		case "description":
+			rl.Description = readOptString(sc)
+		}
 	}
 	c.ResourceLink = rl
 }
 
-func (c *Claims) decodeContext(val string) {
+func (c *Claims) decodeContext(sc *scanner) {
 	c.Context = nil
 	c.bad &^= badContextID
-	ctx := &Context{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "id":
-			id, isStr := asString(v)
-			ctx.ID = id
-			c.flag(badContextID, !isStr && kindOf(v) != kindNull)
-		case "label":
-			ctx.Label = optString(v)
-		case "title":
-			ctx.Title = optString(v)
-		case "type":
-			ctx.Type, _ = stringList(v, false)
-		}
-	}) {
+	if !enterObject(sc) {
 		return // optional claim: tolerated as absent
+	}
+	ctx := slot(sc, func(m *claimMem) *Context { return &m.ctx })
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "id":
+			id, bad := readRequiredMember(sc)
+			ctx.ID = id
+			c.flag(badContextID, bad)
+		case "label":
+			ctx.Label = readOptString(sc)
+		case "title":
+			ctx.Title = readOptString(sc)
+		case "type":
+			ctx.Type, _ = readStringList(sc, false)
+		}
 	}
 	c.Context = ctx
 }
 
-func (c *Claims) decodeDeepLinking(val string) {
+func (c *Claims) decodeDeepLinking(sc *scanner) {
 	c.DeepLinking = nil
 	c.bad &^= badDeepLinking | badDLReturnURL | badDLAcceptTypes | badDLTargets
+	if !enterObject(sc) {
+		c.bad |= badDeepLinking
+		return
+	}
 	dl := &DeepLinkingSettings{}
-	if !eachMember(val, func(k, v string) {
-		null := kindOf(v) == kindNull
-		switch k {
+	for sc.NextMember() {
+		null := sc.Kind() == kindNull
+		switch sc.Key() {
 		case "deep_link_return_url":
-			s, isStr := asString(v)
+			s, bad := readRequiredMember(sc)
 			dl.DeepLinkReturnURL = s
-			c.flag(badDLReturnURL, !isStr && !null)
+			c.flag(badDLReturnURL, bad)
 		case "accept_types":
-			list, isList := stringList(v, true)
+			list, isList := readStringList(sc, true)
 			dl.AcceptTypes = list
 			c.flag(badDLAcceptTypes, !isList && !null)
 		case "accept_presentation_document_targets":
-			list, isList := stringList(v, true)
+			list, isList := readStringList(sc, true)
 			dl.AcceptPresentationDocumentTargets = list
 			c.flag(badDLTargets, !isList && !null)
 		case "accept_media_types":
-			dl.AcceptMediaTypes, _ = stringList(v, true)
+			dl.AcceptMediaTypes, _ = readStringList(sc, true)
 		case "accept_multiple":
-			dl.AcceptMultiple = optBool(v)
+			dl.AcceptMultiple = readOptBool(sc)
 		case "accept_lineitem":
-			dl.AcceptLineItem = optBool(v)
+			dl.AcceptLineItem = readOptBool(sc)
 		case "auto_create":
-			dl.AutoCreate = optBool(v)
+			dl.AutoCreate = readOptBool(sc)
 		case "title":
-			dl.Title = optString(v)
+			dl.Title = readOptString(sc)
 		case "text":
-			dl.Text = optString(v)
+			dl.Text = readOptString(sc)
 		case "data":
-			dl.Data, dl.DataPresent = asString(v)
+			dl.Data, dl.DataPresent = readString(sc)
 		}
-	}) {
-		c.bad |= badDeepLinking
-		return
 	}
 	c.DeepLinking = dl
 }
 
-func optBool(raw string) *bool {
-	if b, ok := asBool(raw); ok {
-		return &b
-	}
-	return nil
-}
-
-func decodeToolPlatform(val string) *ToolPlatform {
-	tp := &ToolPlatform{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "guid":
-			tp.GUID = optString(v)
-		case "name":
-			tp.Name = optString(v)
-		case "contact_email":
-			tp.ContactEmail = optString(v)
-		case "description":
-			tp.Description = optString(v)
-		case "url":
-			tp.URL = optString(v)
-		case "product_family_code":
-			tp.ProductFamilyCode = optString(v)
-		case "version":
-			tp.Version = optString(v)
-		}
-	}) {
+func decodeToolPlatform(sc *scanner) *ToolPlatform {
+	if !enterObject(sc) {
 		return nil
+	}
+	tp := slot(sc, func(m *claimMem) *ToolPlatform { return &m.tp })
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "guid":
+			tp.GUID = readOptString(sc)
+		case "name":
+			tp.Name = readOptString(sc)
+		case "contact_email":
+			tp.ContactEmail = readOptString(sc)
+		case "description":
+			tp.Description = readOptString(sc)
+		case "url":
+			tp.URL = readOptString(sc)
+		case "product_family_code":
+			tp.ProductFamilyCode = readOptString(sc)
+		case "version":
+			tp.Version = readOptString(sc)
+		}
 	}
 	return tp
 }
 
-func decodeLaunchPresentation(val string) *LaunchPresentation {
-	lp := &LaunchPresentation{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "document_target":
-			lp.DocumentTarget = optString(v)
-		case "return_url":
-			lp.ReturnURL = optString(v)
-		case "locale":
-			lp.Locale = optString(v)
-		case "width":
-			lp.Width, _ = asInt(v)
-		case "height":
-			lp.Height, _ = asInt(v)
-		}
-	}) {
+func decodeLaunchPresentation(sc *scanner) *LaunchPresentation {
+	if !enterObject(sc) {
 		return nil
+	}
+	lp := slot(sc, func(m *claimMem) *LaunchPresentation { return &m.lp })
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "document_target":
+			lp.DocumentTarget = readOptString(sc)
+		case "return_url":
+			lp.ReturnURL = readOptString(sc)
+		case "locale":
+			lp.Locale = readOptString(sc)
+		case "width":
+			lp.Width, _ = readInt(sc)
+		case "height":
+			lp.Height, _ = readInt(sc)
+		}
 	}
 	return lp
 }
 
-func decodeCustom(val string) map[string]string {
+func decodeCustom(sc *scanner) map[string]string {
+	if !enterObject(sc) {
+		return nil
+	}
 	m := make(map[string]string, 8)
-	if !eachMember(val, func(k, v string) {
-		if s, keep := stringify(v); keep {
+	for sc.NextMember() {
+		k := sc.Key()
+		if s, keep := readStringify(sc); keep {
 			m[k] = s
 		} else {
 			delete(m, k) // null: dropped (a later null overrides an earlier value)
 		}
-	}) {
-		return nil
 	}
 	return m
 }
 
-func decodeLIS(val string) *LIS {
-	l := &LIS{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "person_sourcedid":
-			l.PersonSourcedID = optString(v)
-		case "course_offering_sourcedid":
-			l.CourseOfferingSourcedID = optString(v)
-		case "course_section_sourcedid":
-			l.CourseSectionSourcedID = optString(v)
-		}
-	}) {
+func decodeLIS(sc *scanner) *LIS {
+	if !enterObject(sc) {
 		return nil
+	}
+	l := slot(sc, func(m *claimMem) *LIS { return &m.lis })
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "person_sourcedid":
+			l.PersonSourcedID = readOptString(sc)
+		case "course_offering_sourcedid":
+			l.CourseOfferingSourcedID = readOptString(sc)
+		case "course_section_sourcedid":
+			l.CourseSectionSourcedID = readOptString(sc)
+		}
 	}
 	return l
 }
 
-func decodeNRPS(val string) *NRPSClaim {
-	n := &NRPSClaim{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "context_memberships_url":
-			n.ContextMembershipsURL = optString(v)
-		case "service_versions":
-			n.ServiceVersions, _ = stringList(v, true)
-		}
-	}) {
+func decodeNRPS(sc *scanner) *NRPSClaim {
+	if !enterObject(sc) {
 		return nil
+	}
+	n := slot(sc, func(m *claimMem) *NRPSClaim { return &m.nrps })
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "context_memberships_url":
+			n.ContextMembershipsURL = readOptString(sc)
+		case "service_versions":
+			n.ServiceVersions, _ = readStringList(sc, true)
+		}
 	}
 	return n
 }
 
-func decodeAGS(val string) *AGSClaim {
-	a := &AGSClaim{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "scope":
-			if kindOf(v) == kindString {
-				a.Scope = splitSpaces(decodeString(v))
-			} else {
-				a.Scope, _ = stringList(v, false)
-			}
-		case "lineitems":
-			a.LineItems = optString(v)
-		case "lineitem":
-			a.LineItem = optString(v)
-		}
-	}) {
+func decodeForUser(sc *scanner, c *Claims) *ForUser {
+	if !enterObject(sc) {
 		return nil
 	}
-	return a
-}
-
-func decodeForUser(val string) *ForUser {
 	f := &ForUser{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
+	for sc.NextMember() {
+		switch sc.Key() {
 		case "user_id":
-			f.UserID = optString(v)
+			id, bad := readRequiredMember(sc)
+			f.UserID = id
+			c.flag(badForUserID, bad)
 		case "person_sourcedid":
-			f.PersonSourcedID = optString(v)
+			f.PersonSourcedID = readOptString(sc)
 		case "name":
-			f.Name = optString(v)
+			f.Name = readOptString(sc)
 		case "given_name":
-			f.GivenName = optString(v)
+			f.GivenName = readOptString(sc)
 		case "family_name":
-			f.FamilyName = optString(v)
+			f.FamilyName = readOptString(sc)
 		case "email":
-			f.Email = optString(v)
+			f.Email = readOptString(sc)
 		case "roles":
-			f.Roles, _ = stringList(v, false)
+			f.Roles, _ = readStringList(sc, false)
 		}
-	}) {
-		return nil
 	}
 	return f
-}
-
-func splitSpaces(s string) []string {
-	out := make([]string, 0, 4)
-	start := -1
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' {
-			if start >= 0 {
-				out = append(out, s[start:i])
-				start = -1
-			}
-			continue
-		}
-		if start < 0 {
-			start = i
-		}
-	}
-	return out
 }
 
 // typeError reports the first claim, required for this message, that is present

@@ -131,107 +131,85 @@ func init() {
 
 // assetProcessorFields are the entries of claimFields for the Asset Processor claims.
 func assetProcessorFields() map[string]claimField {
-	ap := func(c *Claims) *AssetProcessor { return &c.AssetProcessor }
 	return map[string]claimField{
-		ClaimActivity: {
-			decode: func(c *Claims, val string) {
-				a := &Activity{}
-				ok := eachMember(val, func(k, v string) {
-					switch k {
-					case "id":
-						a.ID = optString(v)
-					case "title":
-						a.Title = optString(v)
-					}
-				})
-				ap(c).Activity = keepIf(a, ok)
-				ap(c).flag(apBadActivity, !ok)
-			},
-			reset: func(c *Claims) { ap(c).Activity = nil; ap(c).flag(apBadActivity, false) }},
-		ClaimSubmission: {
-			decode: func(c *Claims, val string) {
-				s := &Submission{}
-				ok := eachMember(val, func(k, v string) {
-					if k == "id" || (k == "submission_id" && s.ID == "") {
-						s.ID = optString(v)
-					}
-				})
-				ap(c).Submission = keepIf(s, ok)
-				ap(c).flag(apBadSubmission, !ok)
-			},
-			reset: func(c *Claims) { ap(c).Submission = nil; ap(c).flag(apBadSubmission, false) }},
-		ClaimAsset: {
-			decode: func(c *Claims, val string) {
-				a := &AssetRef{}
-				ok := eachMember(val, func(k, v string) {
-					if k == "id" {
-						a.ID = optString(v)
-					}
-				})
-				ap(c).Asset = keepIf(a, ok)
-				ap(c).flag(apBadAsset, !ok)
-			},
-			reset: func(c *Claims) { ap(c).Asset = nil; ap(c).flag(apBadAsset, false) }},
+		ClaimActivity: apField(apBadActivity, func(a *AssetProcessor, v *Activity) { a.Activity = v },
+			func(sc *scanner, a *Activity) {
+				switch sc.Key() {
+				case "id":
+					a.ID = readOptString(sc)
+				case "title":
+					a.Title = readOptString(sc)
+				}
+			}),
+		ClaimSubmission: apField(apBadSubmission, func(a *AssetProcessor, v *Submission) { a.Submission = v },
+			func(sc *scanner, s *Submission) {
+				if k := sc.Key(); k == "id" || (k == "submission_id" && s.ID == "") {
+					s.ID = readOptString(sc)
+				}
+			}),
+		ClaimAsset: apField(apBadAsset, func(a *AssetProcessor, v *AssetRef) { a.Asset = v },
+			func(sc *scanner, a *AssetRef) {
+				if sc.Key() == "id" {
+					a.ID = readOptString(sc)
+				}
+			}),
 		ClaimAssetReportType: {
-			decode: func(c *Claims, val string) {
-				s, ok := asString(val)
-				ap(c).ReportType = s
-				ap(c).flag(apBadReportType, !ok)
+			decode: func(c *Claims, sc *scanner) {
+				s, ok := readString(sc)
+				c.AssetProcessor.ReportType = s
+				c.AssetProcessor.flag(apBadReportType, !ok)
 			},
-			reset: func(c *Claims) { ap(c).ReportType = ""; ap(c).flag(apBadReportType, false) }},
-		ClaimAssetService: {
-			decode: func(c *Claims, val string) {
-				s := &AssetService{}
-				ok := eachMember(val, func(k, v string) {
-					switch k {
-					case "scope":
-						s.Scope = scopeList(v)
-					case "assets":
-						s.Assets = decodeAssets(v)
-					}
-				})
-				ap(c).AssetService = keepIf(s, ok)
-				ap(c).flag(apBadAssetService, !ok)
-			},
-			reset: func(c *Claims) { ap(c).AssetService = nil; ap(c).flag(apBadAssetService, false) }},
-		ClaimAssetReport: {
-			decode: func(c *Claims, val string) {
-				r := &AssetReport{}
-				ok := eachMember(val, func(k, v string) {
-					switch k {
-					case "scope":
-						r.Scope = scopeList(v)
-					case "report_url":
-						r.ReportURL = optString(v)
-					}
-				})
-				ap(c).AssetReport = keepIf(r, ok)
-				ap(c).flag(apBadAssetReport, !ok)
-			},
-			reset: func(c *Claims) { ap(c).AssetReport = nil; ap(c).flag(apBadAssetReport, false) }},
-		ClaimEulaService: {
-			decode: func(c *Claims, val string) {
-				e := &EulaService{}
-				ok := eachMember(val, func(k, v string) {
-					switch k {
-					case "scope":
-						e.Scope = scopeList(v)
-					case "url":
-						e.URL = optString(v)
-					}
-				})
-				ap(c).EulaService = keepIf(e, ok)
-				ap(c).flag(apBadEulaService, !ok)
-			},
-			reset: func(c *Claims) { ap(c).EulaService = nil; ap(c).flag(apBadEulaService, false) }},
+			reset: func(c *Claims) { c.AssetProcessor.ReportType = ""; c.AssetProcessor.flag(apBadReportType, false) }},
+		ClaimAssetService: apField(apBadAssetService, func(a *AssetProcessor, v *AssetService) { a.AssetService = v },
+			func(sc *scanner, s *AssetService) {
+				switch sc.Key() {
+				case "scope":
+					s.Scope = readScope(sc)
+				case "assets":
+					s.Assets = decodeAssets(sc)
+				}
+			}),
+		ClaimAssetReport: apField(apBadAssetReport, func(a *AssetProcessor, v *AssetReport) { a.AssetReport = v },
+			func(sc *scanner, r *AssetReport) {
+				switch sc.Key() {
+				case "scope":
+					r.Scope = readScope(sc)
+				case "report_url":
+					r.ReportURL = readOptString(sc)
+				}
+			}),
+		ClaimEulaService: apField(apBadEulaService, func(a *AssetProcessor, v *EulaService) { a.EulaService = v },
+			func(sc *scanner, e *EulaService) {
+				switch sc.Key() {
+				case "scope":
+					e.Scope = readScope(sc)
+				case "url":
+					e.URL = readOptString(sc)
+				}
+			}),
 	}
 }
 
-func keepIf[T any](v *T, ok bool) *T {
-	if ok {
-		return v
-	}
-	return nil
+// apField is the entry of an Asset Processor claim that must be an object (bit set
+// otherwise): member reads the member the scanner stands at into v, set stores v (nil
+// when absent or not an object).
+func apField[T any](bit apBits, set func(a *AssetProcessor, v *T), member func(sc *scanner, v *T)) claimField {
+	return claimField{
+		decode: func(c *Claims, sc *scanner) {
+			ap := &c.AssetProcessor
+			set(ap, nil)
+			ok := enterObject(sc)
+			ap.flag(bit, !ok)
+			if !ok {
+				return
+			}
+			v := new(T)
+			for sc.NextMember() {
+				member(sc, v)
+			}
+			set(ap, v)
+		},
+		reset: func(c *Claims) { set(&c.AssetProcessor, nil); c.AssetProcessor.flag(bit, false) }}
 }
 
 func (a *AssetProcessor) flag(b apBits, set bool) {
@@ -242,54 +220,43 @@ func (a *AssetProcessor) flag(b apBits, set bool) {
 	}
 }
 
-// scopeList reads a scope member: an array of strings, or one space-separated string.
-func scopeList(v string) []string {
-	if kindOf(v) == kindString {
-		return splitSpaces(decodeString(v))
-	}
-	list, _ := stringList(v, false)
-	return list
-}
-
-func decodeAssets(v string) []Asset {
-	if kindOf(v) != kindArray {
+func decodeAssets(sc *scanner) []Asset {
+	if !enterArray(sc) {
 		return nil
 	}
 	out := make([]Asset, 0, 2)
-	for it := newArrayIter(v); ; {
-		el, ok := it.next()
-		if !ok {
-			return out
+	for sc.NextElement() {
+		if !enterObject(sc) {
+			continue // not an object: skipped (T-QUIRK-04)
 		}
 		var a Asset
-		if !eachMember(el, func(k, v string) {
-			switch k {
+		for sc.NextMember() {
+			switch sc.Key() {
 			case "asset_id":
-				a.ID = optString(v)
+				a.ID = readOptString(sc)
 			case "url":
-				a.URL = optString(v)
+				a.URL = readOptString(sc)
 			case "title":
-				a.Title = optString(v)
+				a.Title = readOptString(sc)
 			case "filename":
-				a.Filename = optString(v)
+				a.Filename = readOptString(sc)
 			case "content_type":
-				a.ContentType = optString(v)
+				a.ContentType = readOptString(sc)
 			case "timestamp":
-				a.Timestamp = optString(v)
+				a.Timestamp = readOptString(sc)
 			case "sha256_checksum":
-				a.SHA256Checksum = optString(v)
+				a.SHA256Checksum = readOptString(sc)
 			case "checksum":
-				a.Checksum = optString(v)
+				a.Checksum = readOptString(sc)
 			case "size":
-				if n, ok := asInt(v); ok && n >= 0 {
+				if n, ok := readInt(sc); ok && n >= 0 {
 					a.Size = int64(n)
 				}
 			}
-		}) {
-			continue // not an object: skipped (T-QUIRK-04)
 		}
 		out = append(out, a)
 	}
+	return out
 }
 
 // HasScope reports whether scopes holds want, or the same scope under a draft namespace

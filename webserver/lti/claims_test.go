@@ -159,6 +159,7 @@ func TestParseClaimsFields(t *testing.T) {
 			AcceptMultiple: &tr, AcceptLineItem: &f, Title: "t", Text: "x", Data: "", DataPresent: true},
 		Raw: json.RawMessage(payload),
 	}
+	want.mem = c.mem // the storage behind the pointers above, compared through them
 	if !reflect.DeepEqual(c, want) {
 		gb, _ := json.MarshalIndent(c, "", " ")
 		wb, _ := json.MarshalIndent(want, "", " ")

@@ -184,31 +184,20 @@ func dataToEcho(c *Claims) json.RawMessage {
 // rawDLData finds the raw text of deep_linking_settings.data in a claims
 // payload, with the decoder's rules (last member wins, null is absent).
 func rawDLData(payload []byte) (string, bool) {
-	obj := trimJSON(string(payload))
-	if kindOf(obj) != kindObject {
-		return "", false
-	}
-	settings := ""
-	for it := newObjectIter(obj); ; {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
-		if k == ClaimDeepLinkingSettings {
-			settings = v
-		}
-	}
-	if kindOf(settings) != kindObject {
-		return "", false
-	}
+	sc := newScanner(string(payload))
 	data := ""
-	for it := newObjectIter(settings); ; {
-		k, v, ok := it.next()
-		if !ok {
-			break
+	for ok := enterObject(sc); ok && sc.NextMember(); {
+		if sc.Key() != ClaimDeepLinkingSettings {
+			continue
 		}
-		if k == "data" {
-			data = v
+		data = ""
+		if !enterObject(sc) {
+			continue
+		}
+		for sc.NextMember() {
+			if sc.Key() == "data" {
+				data = sc.Raw()
+			}
 		}
 	}
 	return data, kindOf(data) == kindString

@@ -35,11 +35,13 @@
 //
 // Claims are read with internal/jsonscan, a strict scanner that accepts exactly
 // the JSON encoding/json accepts and validates as it walks: no reflection, no
-// encoding/json, no regular expressions. Validate checks that the header and the
-// payload are JSON objects before it looks up a key, then decodes the verified
-// payload; ParseClaims decodes and validates in one pass. Each modelled claim is
-// one entry of a table (claimFields): how to decode it, and how null, which counts
-// as absent, resets it. Wrong JSON types in optional claims leave the field empty
+// encoding/json, no regular expressions. Each part of the token is base64-decoded
+// once, into one buffer, and read in one pass that also validates it: the header and
+// the payload must be JSON objects before a key is looked up, and the claims decoded
+// then are checked only once the signature holds. The signature is checked by jwx's
+// jwsbb over the exact bytes that were decoded (Claims.Raw, whose memory the decoded
+// strings share). Each modelled claim is one entry of a table (claimFields): how to
+// decode it, and how null, which counts as absent, resets it. Wrong JSON types in optional claims leave the field empty
 // rather than failing (T-QUIRK-04): Canvas has sent custom values as numbers and
 // null, Moodle sends accept_media_types as an array, booleans may arrive as strings. Unknown claims and unknown members of known
 // claims are ignored (T-TOK-23). A claim the message requires, present with the

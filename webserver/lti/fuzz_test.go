@@ -7,7 +7,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/test/utils/testjws"
 	"github.com/ltiop/ltiop/webserver/apierr"
@@ -116,6 +120,13 @@ func FuzzValidate(f *testing.F) {
 		c, e := Validate(context.Background(), token, keys, testPolicy())
 		if (e == nil) == (c == nil) {
 			t.Fatalf("Validate: claims %v with error %v", c, e)
+		}
+		// What Validate accepts, jwx's own compact verification accepts, with the same payload.
+		if c != nil {
+			payload, err := jws.VerifyCompactFast(&testKey.PublicKey, []byte(strings.TrimSpace(token)), jwa.RS256())
+			if err != nil || !bytes.Equal(payload, c.Raw) {
+				t.Fatalf("Validate accepted what jws.VerifyCompactFast refuses (%v) or reads otherwise", err)
+			}
 		}
 		if e != nil && e.Code == CodeInvalidToken && e.Status != 400 {
 			t.Fatalf("Validate error %v", e)

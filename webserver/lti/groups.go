@@ -13,25 +13,22 @@ type GroupsClaim struct {
 	ServiceVersions     []string
 }
 
-func decodeGroups(val string) *GroupsClaim {
-	g := &GroupsClaim{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
-		case "context_groups_url":
-			g.ContextGroupsURL = optString(v)
-		case "context_group_sets_url":
-			g.ContextGroupSetsURL = optString(v)
-		case "scope":
-			if kindOf(v) == kindString {
-				g.Scope = splitSpaces(decodeString(v))
-			} else {
-				g.Scope, _ = stringList(v, false)
-			}
-		case "service_versions":
-			g.ServiceVersions, _ = stringList(v, true)
-		}
-	}) {
+func decodeGroups(sc *scanner) *GroupsClaim {
+	if !enterObject(sc) {
 		return nil
+	}
+	g := &GroupsClaim{}
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "context_groups_url":
+			g.ContextGroupsURL = readOptString(sc)
+		case "context_group_sets_url":
+			g.ContextGroupSetsURL = readOptString(sc)
+		case "scope":
+			g.Scope = readScope(sc)
+		case "service_versions":
+			g.ServiceVersions, _ = readStringList(sc, true)
+		}
 	}
 	return g
 }

@@ -27,44 +27,52 @@ type LTI1p1 struct {
 func init() {
 	claimFields[ClaimBasicOutcome] = optional(func(c *Claims) **BasicOutcome { return &c.BasicOutcome }, decodeBasicOutcome)
 	claimFields[ClaimLTI1p1] = optional(func(c *Claims) **LTI1p1 { return &c.LTI1p1 }, decodeLTI1p1)
-	claimFields[ClaimLTI11LegacyUserID] = optional(func(c *Claims) *string { return &c.LTI11LegacyUserID }, optString)
+	claimFields[ClaimLTI11LegacyUserID] = optional(func(c *Claims) *string { return &c.LTI11LegacyUserID }, readOptString)
 }
 
-func decodeBasicOutcome(val string) *BasicOutcome {
+func decodeBasicOutcome(sc *scanner) *BasicOutcome {
+	if !enterObject(sc) {
+		return nil
+	}
 	b := &BasicOutcome{}
-	if !eachMember(val, func(k, v string) {
-		switch k {
+	for sc.NextMember() {
+		switch sc.Key() {
 		case "lis_outcome_service_url":
-			b.ServiceURL = optString(v)
+			b.ServiceURL = readOptString(sc)
 		case "lis_result_sourcedid":
-			b.SourcedID = optString(v)
+			b.SourcedID = readOptString(sc)
 		}
-	}) || b.ServiceURL == "" || b.SourcedID == "" {
+	}
+	if b.ServiceURL == "" || b.SourcedID == "" {
 		return nil
 	}
 	return b
 }
 
-func decodeLTI1p1(val string) *LTI1p1 {
-	l := &LTI1p1{}
-	if !eachMember(val, func(k, v string) {
-		s, _ := stringify(v) // ids may come as numbers
-		switch k {
-		case "user_id":
-			l.UserID = s
-		case "oauth_consumer_key":
-			l.ConsumerKey = s
-		case "oauth_consumer_key_sign":
-			l.ConsumerKeySign = s
-		case "resource_link_id":
-			l.ResourceLinkID = s
-		case "context_id":
-			l.ContextID = s
-		case "tool_consumer_instance_guid":
-			l.ToolConsumerInstanceGUID = s
-		}
-	}) {
+func decodeLTI1p1(sc *scanner) *LTI1p1 {
+	if !enterObject(sc) {
 		return nil
+	}
+	l := slot(sc, func(m *claimMem) *LTI1p1 { return &m.l1p1 })
+	for sc.NextMember() {
+		var at *string
+		switch sc.Key() {
+		case "user_id":
+			at = &l.UserID
+		case "oauth_consumer_key":
+			at = &l.ConsumerKey
+		case "oauth_consumer_key_sign":
+			at = &l.ConsumerKeySign
+		case "resource_link_id":
+			at = &l.ResourceLinkID
+		case "context_id":
+			at = &l.ContextID
+		case "tool_consumer_instance_guid":
+			at = &l.ToolConsumerInstanceGUID
+		default:
+			continue
+		}
+		*at, _ = readStringify(sc) // ids may come as numbers
 	}
 	return l
 }

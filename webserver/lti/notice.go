@@ -42,28 +42,35 @@ type PNSClaim struct {
 // or returns nil when the launch has none or it names no URL. raw must be one JSON object.
 func DecodePNS(raw []byte) *PNSClaim {
 	var out *PNSClaim
-	eachMember(string(raw), func(key, val string) {
-		if key != ClaimPlatformNotificationService {
-			return
+	sc := newScanner(string(raw))
+	if !enterObject(sc) {
+		return nil
+	}
+	for sc.NextMember() {
+		if sc.Key() != ClaimPlatformNotificationService {
+			continue
+		}
+		out = nil
+		if !enterObject(sc) {
+			continue
 		}
 		p := &PNSClaim{}
-		eachMember(val, func(k, v string) {
-			switch k {
+		for sc.NextMember() {
+			switch sc.Key() {
 			case "platform_notification_service_url":
-				p.URL = optString(v)
+				p.URL = readOptString(sc)
 			case "service_versions":
-				p.ServiceVersions, _ = stringList(v, false)
+				p.ServiceVersions, _ = readStringList(sc, false)
 			case "scope":
-				p.Scope, _ = stringList(v, false)
+				p.Scope, _ = readStringList(sc, false)
 			case "notice_types_supported":
-				p.NoticeTypesSupported, _ = stringList(v, false)
+				p.NoticeTypesSupported, _ = readStringList(sc, false)
 			}
-		})
-		out = nil
+		}
 		if p.URL != "" {
 			out = p
 		}
-	})
+	}
 	return out
 }
 
@@ -85,8 +92,7 @@ func ValidateNotice(ctx context.Context, token string, keys KeyFunc, p Policy) (
 	if e != nil {
 		return nil, nil, e
 	}
-	c := &Claims{Raw: t.payload}
-	c.decode(t.claims)
+	c := t.claims
 	if p.MaxAge <= 0 {
 		p.MaxAge = defaultNoticeMaxAge
 	}
@@ -108,7 +114,7 @@ func ValidateNotice(ctx context.Context, token string, keys KeyFunc, p Policy) (
 	case len(p.DeploymentIDs) > 0 && !slices.Contains(p.DeploymentIDs, c.DeploymentID):
 		return nil, nil, newError(403, CodeUnknownDeployment, "T-PNS-02", "The notice's deployment is not known for this platform registration.")
 	}
-	n, e := decodeNotice(t.claims)
+	n, e := decodeNotice(t.doc)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -120,24 +126,27 @@ func decodeNotice(claims string) (*Notice, *apierr.Error) {
 	bad := func(d string) *apierr.Error { return newError(400, CodeInvalidNotice, "T-PNS-03", d) }
 	var n *Notice
 	var fault *apierr.Error
-	eachMember(claims, func(key, val string) {
-		if key != ClaimNotice {
-			return
+	sc := newScanner(claims)
+	for ok := enterObject(sc); ok && sc.NextMember(); {
+		if sc.Key() != ClaimNotice {
+			continue
 		}
 		n, fault = &Notice{}, nil
-		if !eachMember(val, func(k, v string) {
-			switch k {
-			case "id":
-				n.ID = optString(v)
-			case "type":
-				n.Type = optString(v)
-			case "timestamp":
-				n.Timestamp = optString(v)
-			}
-		}) {
+		if !enterObject(sc) {
 			fault = bad("The notice claim must be an object.")
+			continue
 		}
-	})
+		for sc.NextMember() {
+			switch sc.Key() {
+			case "id":
+				n.ID = readOptString(sc)
+			case "type":
+				n.Type = readOptString(sc)
+			case "timestamp":
+				n.Timestamp = readOptString(sc)
+			}
+		}
+	}
 	switch {
 	case fault != nil:
 		return nil, fault

@@ -62,33 +62,36 @@ func submissionReviewTypeError(b claimBits) *apierr.Error {
 
 // decodeAGSClaim reads the AGS endpoint claim, flagging what a submission review
 // requires; other messages keep tolerating any shape (T-QUIRK-04).
-func (c *Claims) decodeAGSClaim(val string) {
+func (c *Claims) decodeAGSClaim(sc *scanner) {
+	c.AGS = nil
 	c.bad &^= badAGS | badAGSLineItem
-	c.AGS = decodeAGS(val)
-	if c.AGS == nil {
+	if !enterObject(sc) {
 		c.bad |= badAGS
 		return
 	}
-	eachMember(val, func(k, v string) {
-		if k == "lineitem" {
-			c.flag(badAGSLineItem, kindOf(v) != kindString && kindOf(v) != kindNull)
+	a := slot(sc, func(m *claimMem) *AGSClaim { return &m.ags })
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "scope":
+			a.Scope = readScope(sc)
+		case "lineitems":
+			a.LineItems = readOptString(sc)
+		case "lineitem":
+			s, bad := readRequiredMember(sc)
+			a.LineItem = s
+			c.flag(badAGSLineItem, bad)
 		}
-	})
+	}
+	c.AGS = a
 }
 
 // decodeForUserClaim reads the for_user claim, flagging a wrong JSON type.
-func (c *Claims) decodeForUserClaim(val string) {
+func (c *Claims) decodeForUserClaim(sc *scanner) {
 	c.bad &^= badForUser | badForUserID
-	c.ForUser = decodeForUser(val)
+	c.ForUser = decodeForUser(sc, c)
 	if c.ForUser == nil {
 		c.bad |= badForUser
-		return
 	}
-	eachMember(val, func(k, v string) {
-		if k == "user_id" {
-			c.flag(badForUserID, kindOf(v) != kindString && kindOf(v) != kindNull)
-		}
-	})
 }
 
 // IDTokenForUser is idtoken.launch.forUser (submission review, report review): the

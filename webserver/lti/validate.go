@@ -1,8 +1,8 @@
 package lti
 
 import (
-	"bytes"
 	"context"
+	"crypto"
 	"crypto/rsa"
 	"crypto/subtle"
 	"encoding/base64"
@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 
 	"github.com/ltiop/ltiop/webserver/apierr"
 )
@@ -112,14 +112,22 @@ const (
 
 // compact is a JWS split and decoded without verification.
 type compact struct {
-	token   string // trimmed
-	header  jwsHeader
-	hasAlg  bool
-	badAlg  bool // alg present but not a string
-	payload []byte
-	claims  string // payload as a validated JSON object
+	signed string // header.payload: the JWS signing input
+	header jwsHeader
+	hasAlg bool
+	badAlg bool // alg present but not a string
+	// firstAlgRS256: the first alg member is "RS256". With duplicate members, alg is
+	// the last (as encoding/json reads it) and both must be RS256.
+	firstAlgRS256 bool
+	extension     bool   // a crit or b64 member: refused (see verifyRS256)
+	signature     []byte // decoded
+	doc           string // the payload, sharing claims.Raw's memory
+	claims        *Claims
 }
 
+// splitCompact splits the token, decodes its three parts into one buffer (the payload
+// stays there as Claims.Raw) and reads the header and the claims, each in one pass that
+// also validates the JSON. Nothing is verified yet.
 func splitCompact(token string) (compact, *apierr.Error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
@@ -145,47 +153,63 @@ func splitCompact(token string) (compact, *apierr.Error) {
 		return compact{}, errInvalidToken("The id_token contains line breaks.")
 	}
 	enc := base64.RawURLEncoding
-	hdrBytes, err := enc.DecodeString(token[:d1])
-	if err != nil || len(hdrBytes) == 0 {
+	hdr64, payload64, sig64 := token[:d1], token[d1+1:d2], token[d2+1:]
+	hn, pn := enc.DecodedLen(len(hdr64)), enc.DecodedLen(len(payload64))
+	buf := make([]byte, hn+pn+enc.DecodedLen(len(sig64)))
+	n, err := enc.Decode(buf[:hn], []byte(hdr64))
+	if err != nil || n == 0 {
 		return compact{}, errInvalidToken("The id_token header is not base64url.")
 	}
-	hdrObj, ok := jsonObject(hdrBytes)
-	if !ok {
+	t := compact{signed: token[:d2]}
+	if !t.readHeader(sharedString(buf[:n])) {
 		return compact{}, errInvalidToken("The id_token header is not a JSON object.")
 	}
-	payload, err := enc.DecodeString(token[d1+1 : d2])
-	if err != nil || len(payload) == 0 {
+	n, err = enc.Decode(buf[hn:hn+pn], []byte(payload64))
+	if err != nil || n == 0 {
 		return compact{}, errInvalidToken("The id_token payload is not base64url.")
 	}
-	claims, ok := jsonObject(payload)
-	if !ok {
+	payload := buf[hn : hn+n : hn+n]
+	t.doc = sharedString(payload)
+	t.claims = &Claims{Raw: payload}
+	if !t.claims.decode(t.doc) {
 		return compact{}, errInvalidToken("The id_token payload is not a JSON object.")
 	}
-	if sig := token[d2+1:]; sig != "" {
-		var buf [1024]byte
-		if enc.DecodedLen(len(sig)) > len(buf) {
-			return compact{}, errInvalidToken("The id_token signature is too large.")
-		}
-		if _, err := enc.Decode(buf[:], []byte(sig)); err != nil {
-			return compact{}, errInvalidToken("The id_token signature is not base64url.")
-		}
+	if enc.DecodedLen(len(sig64)) > maxSignatureSize {
+		return compact{}, errInvalidToken("The id_token signature is too large.")
 	}
-	t := compact{token: token, payload: payload, claims: claims}
-	for it := newObjectIter(hdrObj); ; {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
-		switch k {
-		case "alg":
-			t.hasAlg = true
-			t.header.alg, ok = asString(v)
-			t.badAlg = !ok
-		case "kid":
-			t.header.kid = optString(v)
-		}
+	sig := buf[hn+pn:]
+	if n, err = enc.Decode(sig, []byte(sig64)); err != nil {
+		return compact{}, errInvalidToken("The id_token signature is not base64url.")
 	}
+	t.signature = sig[:n]
 	return t, nil
+}
+
+// maxSignatureSize bounds the decoded signature: an RSA key of 8192 bits.
+const maxSignatureSize = 1024
+
+// readHeader reads alg, kid and the members ltiop refuses from the JOSE header, and
+// reports whether hdr is one JSON object.
+func (t *compact) readHeader(hdr string) bool {
+	sc := newScanner(hdr)
+	if !enterObject(sc) {
+		return false
+	}
+	for sc.NextMember() {
+		switch sc.Key() {
+		case "alg":
+			alg, isStr := readString(sc)
+			if !t.hasAlg {
+				t.firstAlgRS256 = isStr && alg == "RS256"
+			}
+			t.hasAlg, t.header.alg, t.badAlg = true, alg, !isStr
+		case "kid":
+			t.header.kid = readOptString(sc)
+		case "crit", "b64":
+			t.extension = true
+		}
+	}
+	return sc.End() == nil
 }
 
 // Validate verifies an id_token and checks it against p: conformance §1.4 in
@@ -198,12 +222,10 @@ func Validate(ctx context.Context, token string, keys KeyFunc, p Policy) (*Claim
 	if e != nil {
 		return nil, e
 	}
-	c := &Claims{Raw: t.payload}
-	c.decode(t.claims)
-	if e := check(c, &p); e != nil {
+	if e := check(t.claims, &p); e != nil {
 		return nil, e
 	}
-	return c, nil
+	return t.claims, nil
 }
 
 // verifySigned checks a platform-signed JWT up to its signature (T-TOK-03 to T-TOK-10):
@@ -241,23 +263,49 @@ func verifySigned(ctx context.Context, token string, keys KeyFunc) (compact, *ap
 		return compact{}, newError(503, CodeKeySetUnavailable, "T-JWKS-03", "The platform's key set could not be obtained.")
 	}
 	// T-TOK-10.
-	verified, err := verifyRS256(t.token, pub)
-	if err != nil || !bytes.Equal(verified, t.payload) {
+	if err := t.verifyRS256(pub); err != nil {
 		return compact{}, &apierr.Error{Status: 401, Code: CodeInvalidSignature, Rule: "T-TOK-10",
 			Description: "The id_token signature is not valid.", Cause: err}
 	}
-
 	return t, nil
 }
 
-// verifyRS256 verifies the compact JWS token with pub and returns its payload, through
-// jwx's compact fast path: about half of jws.Verify's cost beside the RSA operation is
-// generic header parsing. It also refuses any "crit" header (RFC 7515 §4.1.11: ltiop
-// understands no extension; jws.Verify let unknown ones through) and any "b64" header
-// (RFC 7797: the payload would not be the claims that were decoded).
-func verifyRS256(token string, pub *rsa.PublicKey) ([]byte, error) {
-	return jws.VerifyCompactFast(pub, []byte(token), jwa.RS256())
+// errJOSEExtension refuses a header with "crit" (RFC 7515 §4.1.11: ltiop understands no
+// extension) or "b64" (RFC 7797: the payload would not be the claims that were decoded).
+var errJOSEExtension = errors.New("lti: the JWS header has crit or b64, which ltiop does not support")
+
+// errAlgConflict refuses a header whose first alg member is not the RS256 that its last
+// one says (RFC 7515 §4: a JWS with duplicate members must be rejected, or read as the
+// last; the check of alg read the last).
+var errAlgConflict = errors.New("lti: the JWS header has conflicting alg members")
+
+// verifyRS256 checks the RS256 signature of t's signing input with pub through jwx's
+// building blocks (jwsbb): the header and the payload are decoded once, here, and the
+// signature covers exactly the bytes they were decoded from. What jws.VerifyCompactFast
+// refused besides a bad signature is refused too: crit, b64, and an alg other than
+// RS256 in its first alg member.
+func (t *compact) verifyRS256(pub *rsa.PublicKey) error {
+	switch {
+	case t.extension:
+		return errJOSEExtension
+	case !t.firstAlgRS256:
+		return errAlgConflict
+	}
+	bp := signingInputs.Get().(*[]byte)
+	in := append((*bp)[:0], t.signed...) // jwsbb takes bytes; the token is a string
+	err := jwsbb.VerifyRSA(pub, in, t.signature, crypto.SHA256, false)
+	if cap(in) <= maxPooledSigningInput {
+		*bp = in[:0]
+		signingInputs.Put(bp)
+	}
+	return err
 }
+
+// signingInputs recycles the buffers verifyRS256 copies the signing input into; one
+// larger than maxPooledSigningInput (a token of unusual size) is left to the collector.
+var signingInputs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledSigningInput = 32 << 10
 
 // check runs the claim checks of Validate, after the signature.
 func check(c *Claims, p *Policy) *apierr.Error {

@@ -10,8 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/test/utils/testjws"
 	"github.com/ltiop/ltiop/webserver/apierr"
@@ -181,6 +186,23 @@ func TestValidateRejects(t *testing.T) {
 			}
 			return input + "." + base64.RawURLEncoding.EncodeToString(sig)
 		}}, status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
+		{validateCase: validateCase{name: "T-TOK-10 b64 without crit",
+			token: rawToken(`{"alg":"RS256","b64":true,"kid":"`+testKID+`"}`, validPayload())},
+			status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
+		{validateCase: validateCase{name: "T-TOK-10 crit null is still crit",
+			token: rawToken(`{"alg":"RS256","crit":null,"kid":"`+testKID+`"}`, validPayload())},
+			status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
+		// RFC 7515 §4: duplicate members. alg is read as the last one (T-TOK-04); a first one
+		// that says otherwise is refused, as jwx's compact path (which reads the first) did.
+		{validateCase: validateCase{name: "T-TOK-10 duplicate alg: none first, RS256 last",
+			token: rawToken(`{"alg":"none","kid":"`+testKID+`","alg":"RS256"}`, validPayload())},
+			status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
+		{validateCase: validateCase{name: "T-TOK-10 duplicate alg: a number first, RS256 last",
+			token: rawToken(`{"alg":256,"kid":"`+testKID+`","alg":"RS256"}`, validPayload())},
+			status: 401, code: CodeInvalidSignature, rule: "T-TOK-10"},
+		{validateCase: validateCase{name: "T-TOK-04 duplicate alg: RS256 first, none last",
+			token: rawToken(`{"alg":"RS256","kid":"`+testKID+`","alg":"none"}`, validPayload())},
+			status: 401, code: CodeInvalidAlgorithm, rule: "T-TOK-04"},
 		{validateCase: validateCase{name: "T-TOK-10 empty signature", token: func(tb testing.TB) string {
 			tok := sign(tb, testHeader(), rlrClaims())
 			return tok[:strings.LastIndexByte(tok, '.')+1]
@@ -602,4 +624,120 @@ func TestValidatePHPEscapedSlashes(t *testing.T) {
 		c.Context == nil || c.NRPS == nil || !bytes.Contains(c.Raw, []byte(`https:\/\/`)) {
 		t.Fatalf("claims %+v", c)
 	}
+}
+
+// verifyRS256 checks signatures through jwsbb, not jws.VerifyCompactFast as before: on
+// genuine, tampered and hostile tokens both give the same verdict, so the refusals of
+// the compact path (crit, b64, a first alg that is not RS256, any change to what was
+// signed) are all still there.
+func TestVerifyRS256AgreesWithCompactFast(t *testing.T) {
+	payload, _ := jsonMarshal(rlrClaims())
+	good := sign(t, testHeader(), rlrClaims())
+	parts := strings.Split(good, ".")
+	flip := func(s string, i int) string { // another base64url character at i
+		c := byte('A')
+		if s[i] == 'A' {
+			c = 'B'
+		}
+		return s[:i] + string(c) + s[i+1:]
+	}
+	raw := func(hdr string, alg any, key *rsa.PrivateKey) string {
+		return testjws.SignRaw(t, []byte(hdr), payload, alg, key)
+	}
+	kid := `"kid":"` + testKID + `"`
+	tokens := map[string]string{
+		"genuine":                   good,
+		"header changed":            flip(parts[0], 3) + "." + parts[1] + "." + parts[2],
+		"payload changed":           parts[0] + "." + flip(parts[1], 40) + "." + parts[2],
+		"signature changed":         parts[0] + "." + parts[1] + "." + flip(parts[2], 10),
+		"signature truncated":       parts[0] + "." + parts[1] + "." + parts[2][:len(parts[2])-4],
+		"signature empty":           parts[0] + "." + parts[1] + ".",
+		"other key":                 raw(`{"alg":"RS256",`+kid+`}`, "RS256", otherKey),
+		"RS512 signature":           raw(`{"alg":"RS256",`+kid+`}`, "RS512", testKey),
+		"HS256 with the public key": raw(`{"alg":"RS256",`+kid+`}`, "HS256", testKey),
+		"crit":                      raw(`{"alg":"RS256","crit":["x"],"x":1,`+kid+`}`, "RS256", testKey),
+		"b64":                       raw(`{"alg":"RS256","b64":false,"crit":["b64"],`+kid+`}`, "RS256", testKey),
+		"b64 alone":                 raw(`{"alg":"RS256","b64":true,`+kid+`}`, "RS256", testKey),
+		"alg none then RS256":       raw(`{"alg":"none","alg":"RS256",`+kid+`}`, "RS256", testKey),
+		"alg escaped":               raw(`{"\u0061lg":"RS\u0032\u0035\u0036",`+kid+`}`, "RS256", testKey),
+		"alg RS256 then none":       raw(`{"alg":"RS256","alg":"none",`+kid+`}`, "RS256", testKey),
+		"extra header members":      raw(`{"typ":"JWT","alg":"RS256","x5u":"https://evil.example/",`+kid+`}`, "RS256", testKey),
+	}
+	for name, tok := range tokens {
+		_, jwxErr := jws.VerifyCompactFast(&testKey.PublicKey, []byte(tok), jwa.RS256())
+		ct, e := splitCompact(tok)
+		var err error = e
+		if e == nil {
+			err = ct.verifyRS256(&testKey.PublicKey)
+		}
+		if (err == nil) != (jwxErr == nil) {
+			t.Errorf("%s: verifyRS256 says %v, jws.VerifyCompactFast says %v", name, err, jwxErr)
+		}
+		if name == "genuine" && err != nil {
+			t.Fatalf("genuine token refused: %v", err)
+		}
+	}
+}
+
+// The decoded claims share the payload Validate decoded (Claims.Raw) instead of copying
+// it; ParseClaims shares its own copy, never the caller's bytes.
+func TestClaimsShareRaw(t *testing.T) {
+	c, e := Validate(context.Background(), sign(t, testHeader(), canvasLikeClaims()), testKeys, testPolicy())
+	if e != nil {
+		t.Fatal(e)
+	}
+	for _, s := range []string{c.Issuer, c.Subject, c.DeploymentID, c.ResourceLink.ID, c.Context.Title, c.Roles[0], c.Custom["xstart"]} {
+		if !within(c.Raw, s) {
+			t.Errorf("%q is a copy, not a substring of Raw", s)
+		}
+	}
+	payload, _ := jsonMarshal(rlrClaims())
+	pc, err := ParseClaims(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !within(pc.Raw, pc.Issuer) || within(payload, pc.Issuer) {
+		t.Error("ParseClaims: the strings must share its copy, not the caller's payload")
+	}
+	clear(payload)
+	if pc.Issuer != testIssuer {
+		t.Errorf("ParseClaims: the caller's payload changed Issuer to %q", pc.Issuer)
+	}
+}
+
+// within reports whether s's bytes lie inside b's (s is not a copy).
+func within(b []byte, s string) bool {
+	if len(b) == 0 || len(s) == 0 {
+		return false
+	}
+	d := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return p >= d && p+uintptr(len(s)) <= d+uintptr(len(b))
+}
+
+// Validate recycles the buffers it copies signing inputs into: concurrent validations
+// of different tokens each verify and return their own claims (run with -race).
+func TestValidateConcurrent(t *testing.T) {
+	const n = 8
+	tokens := make([]string, n)
+	for i := range tokens {
+		c := canvasLikeClaims()
+		c["sub"] = fmt.Sprint("user-", i)
+		c["https://example.com/padding"] = strings.Repeat("x", i*700) // signing inputs of several sizes
+		tokens[i] = sign(t, testHeader(), c)
+	}
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() {
+			for r := range 20 {
+				i := (g + r) % n
+				c, e := Validate(context.Background(), tokens[i], testKeys, testPolicy())
+				if e != nil || c.Subject != fmt.Sprint("user-", i) {
+					t.Errorf("token %d: %v, %+v", i, e, c)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
