@@ -40,6 +40,7 @@ type options struct {
 	readyTimeout         time.Duration
 	profile              string        // CPU profile of the creation phase, through ltiop's pprof
 	profileFor           time.Duration // how long that profile runs
+	heapProfile          string        // heap profile after the restart phase, through ltiop's pprof
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Hour, "how long to wait for every registration to be Ready")
 	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of ltiop while it creates the registrations to this file (ltiop runs with pprof on)")
 	flag.DurationVar(&o.profileFor, "profile-for", 30*time.Second, "how long the -profile recording runs, from the first create")
+	flag.StringVar(&o.heapProfile, "heap", "", "also write a heap profile of ltiop (after a collection) to this file at the end, after the restart phase (ltiop runs with pprof on)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -108,7 +110,7 @@ func run(ctx context.Context, o options) error {
 	if proc.metrics, err = freeAddr(); err != nil { // for the Go heap figures, and pprof
 		return err
 	}
-	proc.pprof = o.profile != ""
+	proc.pprof = o.profile != "" || o.heapProfile != ""
 	api := newAPI("http://"+o.listen, apiKey)
 	started := time.Now()
 	if err := proc.start(); err != nil {
@@ -216,6 +218,14 @@ func run(ctx context.Context, o options) error {
 	rep.requests("restart", after.minus(before), o.n)
 	if err := measureServing(ctx, api, k8s, proc, rep.prefixed("after restart"), regs, baseline, o); err != nil {
 		return err
+	}
+	if o.heapProfile != "" {
+		// Last: the collection the profile forces changes the RSS and heap figures above.
+		if err := proc.saveProfile(ctx, "/debug/pprof/heap?gc=1", o.heapProfile); err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+		rep.add("after restart: live", "Go heap after a forced collection: allocated / next GC at / soft limit", proc.heap(ctx))
+		rep.add("after restart: live", "Go heap after a forced collection, per 1,000 registrations", proc.livePerThousand(ctx, o.n))
 	}
 
 	return rep.write(filepath.Join(o.out, fmt.Sprintf("report-%d.txt", o.n)))
