@@ -36,6 +36,11 @@ func keySecret(t testing.TB, owner *ltiv1.PlatformRegistration) *corev1.Secret {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return keySecret0(owner, pemBytes)
+}
+
+// keySecret0 is owner's key Secret holding pemBytes.
+func keySecret0(owner *ltiv1.PlatformRegistration, pemBytes []byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-tool-key", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: ltiv1.GroupVersion.String(), Kind: "PlatformRegistration", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
@@ -94,7 +99,7 @@ func TestKeysJoinByOwnerUIDAndJWKSFollowsChanges(t *testing.T) {
 	}
 	r.Apply(reg)
 	p := r.Get("a")
-	if p.Key == nil || p.Key.PublicPEM == "" || p.Key.KID == "" {
+	if p.Key == nil || p.PublicKeyPEM() == "" || p.Key.KID == "" {
 		t.Fatal("the registration must carry its key")
 	}
 	first := freshJWKS(t, r)
