@@ -178,7 +178,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	controllers := &controllerRunner{restCfg: restCfg, cfg: cfg, opts: opts, elect: cfg.LeaderElection}
+	controllers := &controllerRunner{restCfg: restCfg, cfg: cfg, opts: opts, elect: cfg.LeaderElection, shared: mgr.GetCache()}
 	if err := mgr.Add(controllers); err != nil {
 		return nil, err
 	}
