@@ -58,9 +58,8 @@ func ManagerOptions(cfg *config.Config) ctrl.Options {
 		Scheme: Scheme(),
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-			// Nothing reads managedFields (writes are server-side applies): at 10,000
-			// registrations and their key Secrets they are tens of MB of cache.
-			DefaultTransform: cache.TransformStripManagedFields(),
+			// No managedFields, and repeated strings stored once (intern.go).
+			DefaultTransform: cacheTransform(),
 			// Only ltiop's own Secrets are cached: memory does not grow with unrelated ones.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
