@@ -81,8 +81,8 @@ func TestRegistryHeapPerRegistration(t *testing.T) {
 	runtime.KeepAlive(secrets)
 	runtime.KeepAlive(r)
 	t.Logf("the registry holds %d bytes per registration", per)
-	if per > 3<<10 {
-		t.Errorf("the registry holds %d bytes per registration, want at most 3 KiB", per)
+	if per > 2560 {
+		t.Errorf("the registry holds %d bytes per registration, want at most 2.5 KiB", per)
 	}
 }
 

@@ -89,13 +89,13 @@ type Registry struct {
 	byID      map[string]*Platform
 	byIssuer  map[issuerClient]*Platform // the oldest of each (url, clientId), as the controller decides
 	peers     map[issuerClient][]*Platform
-	clients   map[string]map[string]struct{} // issuer -> its client ids, for logins without client_id
-	byAlias   map[string]*Platform           // KeySetAlias -> registration
-	keysByUID map[types.UID]*ToolKey         // from Secrets, joined to registrations by owner UID
-	idByUID   map[types.UID]string           // registration UID -> ID, to join a key without a scan
-	secretUID map[string]types.UID           // Secret name -> owner UID, to forget keys of deleted Secrets
-	changed   chan struct{}                  // closed and replaced on every change
-	awaiting  int                            // registrations with AwaitingActivation, kept by index/unindex
+	clients   map[string]clientSet   // issuer -> its client ids, for logins without client_id
+	byAlias   map[string]*Platform   // KeySetAlias -> registration
+	keysByUID map[types.UID]*ToolKey // from Secrets, joined to registrations by owner UID
+	idByUID   map[types.UID]string   // registration UID -> ID, to join a key without a scan
+	secretUID map[string]types.UID   // Secret name -> owner UID, to forget keys of deleted Secrets
+	changed   chan struct{}          // closed and replaced on every change
+	awaiting  int                    // registrations with AwaitingActivation, kept by index/unindex
 
 	all allKeys // /lti/keys, rebuilt in the background
 
@@ -112,7 +112,7 @@ func New() *Registry {
 		byID:      map[string]*Platform{},
 		byIssuer:  map[issuerClient]*Platform{},
 		peers:     map[issuerClient][]*Platform{},
-		clients:   map[string]map[string]struct{}{},
+		clients:   map[string]clientSet{},
 		byAlias:   map[string]*Platform{},
 		keysByUID: map[types.UID]*ToolKey{},
 		idByUID:   map[types.UID]string{},
@@ -180,10 +180,9 @@ func (r *Registry) Lookup(issuer, clientID string) *Platform {
 func (r *Registry) ByIssuer(issuer string) []*Platform {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]*Platform, 0, len(r.clients[issuer]))
-	for clientID := range r.clients[issuer] {
-		out = append(out, r.byIssuer[issuerClient{issuer, clientID}])
-	}
+	clients := r.clients[issuer]
+	out := make([]*Platform, 0, clients.len())
+	clients.each(func(clientID string) { out = append(out, r.byIssuer[issuerClient{issuer, clientID}]) })
 	return out
 }
 
@@ -353,10 +352,7 @@ func (r *Registry) index(p *Platform) {
 	}
 	k := issuerClient{string(p.Spec.URL), p.Spec.ClientID}
 	r.peers[k] = append(r.peers[k], p)
-	if r.clients[k.issuer] == nil {
-		r.clients[k.issuer] = map[string]struct{}{}
-	}
-	r.clients[k.issuer][k.clientID] = struct{}{}
+	r.clients[k.issuer] = r.clients[k.issuer].add(k.clientID)
 	r.elect(k)
 	if p.KeySetAlias != "" {
 		r.byAlias[p.KeySetAlias] = p
@@ -373,9 +369,10 @@ func (r *Registry) unindex(p *Platform) {
 	r.peers[k] = slices.DeleteFunc(r.peers[k], func(q *Platform) bool { return q == p })
 	if len(r.peers[k]) == 0 {
 		delete(r.peers, k)
-		delete(r.clients[k.issuer], k.clientID)
-		if len(r.clients[k.issuer]) == 0 {
+		if clients := r.clients[k.issuer].remove(k.clientID); clients.len() == 0 {
 			delete(r.clients, k.issuer)
+		} else {
+			r.clients[k.issuer] = clients
 		}
 	}
 	r.elect(k)
