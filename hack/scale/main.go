@@ -41,6 +41,7 @@ type options struct {
 	profile              string        // CPU profile of the creation phase, through ltiop's pprof
 	profileFor           time.Duration // how long that profile runs
 	heapProfile          string        // heap profile after the restart phase, through ltiop's pprof
+	direct               bool          // write registrations and keys to the API server, not through ltiop
 }
 
 func main() {
@@ -55,7 +56,12 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of ltiop while it creates the registrations to this file (ltiop runs with pprof on)")
 	flag.DurationVar(&o.profileFor, "profile-for", 30*time.Second, "how long the -profile recording runs, from the first create")
 	flag.StringVar(&o.heapProfile, "heap", "", "also write a heap profile of ltiop (after a collection) to this file at the end, after the restart phase (ltiop runs with pprof on)")
+	flag.BoolVar(&o.direct, "direct", false, "write the registrations and their key Secrets (128 distinct keys in turn) straight to the API server while ltiop is stopped, then start it: measures a replica holding n without generating n keys (the create figures are then of that)")
 	flag.Parse()
+	if o.direct && o.profile != "" {
+		fmt.Fprintln(os.Stderr, "scale: -profile records the creation through ltiop, which -direct bypasses")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -155,8 +161,21 @@ func run(ctx context.Context, o options) error {
 	} else {
 		profiled <- nil
 	}
-	regs, posts, err := api.createMany(ctx, 1, o.n, o.parallel)
-	if err != nil {
+	var regs []created
+	var posts latencies
+	if o.direct {
+		proc.stop()
+		if regs, err = createDirect(ctx, restCfg, 1, o.n, o.parallel); err != nil {
+			return err
+		}
+		if err := proc.start(); err != nil {
+			return err
+		}
+		cpuBefore = 0 // a new process: its CPU time from its start
+		if err := api.waitReady(ctx, proc, 10*time.Minute); err != nil {
+			return err
+		}
+	} else if regs, posts, err = api.createMany(ctx, 1, o.n, o.parallel); err != nil {
 		return err
 	}
 	regs = append([]created{first}, regs...)
@@ -176,8 +195,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	rep.add("create", "POST /api/platforms, all answered", postsDone.Round(time.Millisecond).String())
-	rep.add("create", "POST /api/platforms latency p50 / p99", posts.String())
+	if o.direct {
+		rep.add("create", "written to the API server with their keys (-direct), and ltiop started again", postsDone.Round(time.Millisecond).String())
+	} else {
+		rep.add("create", "POST /api/platforms, all answered", postsDone.Round(time.Millisecond).String())
+		rep.add("create", "POST /api/platforms latency p50 / p99", posts.String())
+	}
 	rep.add("create", "every registration has its key (list API)", keysDone.Round(time.Millisecond).String())
 	rep.add("create", "every registration Ready (API server)", readyDone.Round(time.Millisecond).String())
 	rep.add("create", "ltiop CPU time while creating", (proc.cpu() - cpuBefore).Round(time.Millisecond).String())
