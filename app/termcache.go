@@ -82,6 +82,11 @@ func (c *termCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVers
 func (c *termCache) RemoveInformer(context.Context, client.Object) error { return nil }
 
 // IndexField adds the index to the shared cache the first time any term asks for it.
+// Its keys are namespaced only: controller-runtime's own IndexField also keys every value
+// for lists across namespaces, which ltiop (one namespace, and every list by field names
+// it) never makes; with a distinct value per registration, each key is a set of its own
+// in the index (at 10,000 registrations, some 4 MB). The index name and key format are
+// controller-runtime's (fieldIndexName, namespacedKey), which its cache reader looks up.
 func (c *termCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	key := fmt.Sprintf("%T/%s", obj, field)
 	c.indexes.mu.Lock()
@@ -89,7 +94,11 @@ func (c *termCache) IndexField(ctx context.Context, obj client.Object, field str
 	if c.indexes.added[key] {
 		return nil
 	}
-	if err := c.Cache.IndexField(ctx, obj, field, extract); err != nil {
+	inf, err := c.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if err := inf.AddIndexers(toolscache.Indexers{fieldIndexName(field): namespacedIndex(extract)}); err != nil {
 		return err
 	}
 	if c.indexes.added == nil {
@@ -97,6 +106,27 @@ func (c *termCache) IndexField(ctx context.Context, obj client.Object, field str
 	}
 	c.indexes.added[key] = true
 	return nil
+}
+
+// fieldIndexName and namespacedKey are how controller-runtime's cache reader names a
+// field index and keys it for a list in one namespace.
+func fieldIndexName(field string) string    { return "field:" + field }
+func namespacedKey(ns, value string) string { return ns + "/" + value }
+
+// namespacedIndex keys each value of extract by its object's namespace.
+func namespacedIndex(extract client.IndexerFunc) toolscache.IndexFunc {
+	return func(raw any) ([]string, error) {
+		obj, ok := raw.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("object of type %T is not an Object", raw)
+		}
+		values := extract(obj)
+		keys := make([]string, len(values))
+		for i, v := range values {
+			keys[i] = namespacedKey(obj.GetNamespace(), v)
+		}
+		return keys, nil
+	}
 }
 
 // record keeps a handler for removal at the end of the term, or removes it at once if

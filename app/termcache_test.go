@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +103,11 @@ func TestTermsShareTheServingCache(t *testing.T) {
 	var byOwner corev1.ConfigMapList // the term reads the shared store, through its index
 	if err := term.List(ctx, &byOwner, client.InNamespace(ns), client.MatchingFields{"data.owner": "lms"}); err != nil || len(byOwner.Items) != 1 {
 		t.Fatalf("listing by the index: %d items, %v", len(byOwner.Items), err)
+	}
+	// Keyed for lists in a namespace only, not also across namespaces (a set per value).
+	keys := served.(interface{ GetIndexer() toolscache.Indexer }).GetIndexer().ListIndexFuncValues(fieldIndexName("data.owner"))
+	if !slices.Contains(keys, "terms/lms") || slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "__all_namespaces/") }) {
+		t.Fatalf("index keys %v, want terms/lms and none across namespaces", keys)
 	}
 
 	endTerm()
