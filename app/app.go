@@ -58,9 +58,8 @@ func ManagerOptions(cfg *config.Config) ctrl.Options {
 		Scheme: Scheme(),
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-			// Nothing reads managedFields (writes are server-side applies): at 10,000
-			// registrations and their key Secrets they are tens of MB of cache.
-			DefaultTransform: cache.TransformStripManagedFields(),
+			// No managedFields, and repeated strings stored once (intern.go).
+			DefaultTransform: cacheTransform(),
 			// Only ltiop's own Secrets are cached: memory does not grow with unrelated ones.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{ltiv1.LabelManagedBy: ltiv1.ManagedByValue})},
@@ -178,7 +177,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	controllers := &controllerRunner{restCfg: restCfg, cfg: cfg, opts: opts, elect: cfg.LeaderElection}
+	controllers := &controllerRunner{restCfg: restCfg, cfg: cfg, opts: opts, elect: cfg.LeaderElection, shared: mgr.GetCache()}
 	if err := mgr.Add(controllers); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -41,14 +42,18 @@ const (
 // that every replica runs. controller-runtime ends the whole manager when its leader loses
 // the lease, web server included; so the serving manager runs no election, and this
 // runnable campaigns for the lease itself: while it leads, a manager of the controllers
-// alone runs, with a cache of its own; when the lease is lost (say the API server is
-// unreachable for longer than the renew deadline) only that manager stops, and the replica
-// campaigns again. A new manager per term, because a controller cannot start twice, and a
-// cache per term, so no informer handler outlives its controller.
+// alone runs, reading the serving manager's cache (termCache); when the lease is lost
+// (say the API server is unreachable for longer than the renew deadline) only that
+// manager stops, and the replica campaigns again. A new manager per term, because a
+// controller cannot start twice; the term's informer handlers are removed with it.
 type controllerRunner struct {
 	restCfg *rest.Config
 	cfg     *config.Config
 	opts    []Option
+	// shared is the serving manager's cache, which the controllers read too (one copy of
+	// each object in memory); indexes are the field indexes the terms added to it.
+	shared  cache.Cache
+	indexes sharedIndexes
 	// elect is false for a single replica (leader election off): the controllers just run.
 	elect bool
 
@@ -145,6 +150,7 @@ func (r *controllerRunner) lead(term context.Context) {
 func (r *controllerRunner) runControllers(term context.Context) error {
 	opts := ManagerOptions(r.cfg)
 	opts.Metrics = metricsserver.Options{BindAddress: "0"} // the serving manager exposes the metrics
+	opts.NewCache = r.indexes.newCacheFunc(r.shared)
 	for _, o := range r.opts {
 		o(&opts)
 	}

@@ -224,7 +224,7 @@ func (s snapshot) minus(before snapshot) requestCounts {
 	return out
 }
 
-// own counts this program's LIST requests.
+// own counts this program's own requests: its LISTs, and the writes of -direct.
 var own = struct {
 	sync.Mutex
 	counts requestCounts

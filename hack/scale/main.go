@@ -40,6 +40,8 @@ type options struct {
 	readyTimeout         time.Duration
 	profile              string        // CPU profile of the creation phase, through ltiop's pprof
 	profileFor           time.Duration // how long that profile runs
+	heapProfile          string        // heap profile after the restart phase, through ltiop's pprof
+	direct               bool          // write registrations and keys to the API server, not through ltiop
 }
 
 func main() {
@@ -53,7 +55,13 @@ func main() {
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Hour, "how long to wait for every registration to be Ready")
 	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of ltiop while it creates the registrations to this file (ltiop runs with pprof on)")
 	flag.DurationVar(&o.profileFor, "profile-for", 30*time.Second, "how long the -profile recording runs, from the first create")
+	flag.StringVar(&o.heapProfile, "heap", "", "also write a heap profile of ltiop (after a collection) to this file at the end, after the restart phase (ltiop runs with pprof on)")
+	flag.BoolVar(&o.direct, "direct", false, "write the registrations and their key Secrets (128 distinct keys in turn) straight to the API server while ltiop is stopped, then start it: measures a replica holding n without generating n keys (the create figures are then of that)")
 	flag.Parse()
+	if o.direct && o.profile != "" {
+		fmt.Fprintln(os.Stderr, "scale: -profile records the creation through ltiop, which -direct bypasses")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -108,7 +116,7 @@ func run(ctx context.Context, o options) error {
 	if proc.metrics, err = freeAddr(); err != nil { // for the Go heap figures, and pprof
 		return err
 	}
-	proc.pprof = o.profile != ""
+	proc.pprof = o.profile != "" || o.heapProfile != ""
 	api := newAPI("http://"+o.listen, apiKey)
 	started := time.Now()
 	if err := proc.start(); err != nil {
@@ -153,8 +161,21 @@ func run(ctx context.Context, o options) error {
 	} else {
 		profiled <- nil
 	}
-	regs, posts, err := api.createMany(ctx, 1, o.n, o.parallel)
-	if err != nil {
+	var regs []created
+	var posts latencies
+	if o.direct {
+		proc.stop()
+		if regs, err = createDirect(ctx, restCfg, 1, o.n, o.parallel); err != nil {
+			return err
+		}
+		if err := proc.start(); err != nil {
+			return err
+		}
+		cpuBefore = 0 // a new process: its CPU time from its start
+		if err := api.waitReady(ctx, proc, 10*time.Minute); err != nil {
+			return err
+		}
+	} else if regs, posts, err = api.createMany(ctx, 1, o.n, o.parallel); err != nil {
 		return err
 	}
 	regs = append([]created{first}, regs...)
@@ -174,8 +195,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	rep.add("create", "POST /api/platforms, all answered", postsDone.Round(time.Millisecond).String())
-	rep.add("create", "POST /api/platforms latency p50 / p99", posts.String())
+	if o.direct {
+		rep.add("create", "written to the API server with their keys (-direct), and ltiop started again", postsDone.Round(time.Millisecond).String())
+	} else {
+		rep.add("create", "POST /api/platforms, all answered", postsDone.Round(time.Millisecond).String())
+		rep.add("create", "POST /api/platforms latency p50 / p99", posts.String())
+	}
 	rep.add("create", "every registration has its key (list API)", keysDone.Round(time.Millisecond).String())
 	rep.add("create", "every registration Ready (API server)", readyDone.Round(time.Millisecond).String())
 	rep.add("create", "ltiop CPU time while creating", (proc.cpu() - cpuBefore).Round(time.Millisecond).String())
@@ -216,6 +241,14 @@ func run(ctx context.Context, o options) error {
 	rep.requests("restart", after.minus(before), o.n)
 	if err := measureServing(ctx, api, k8s, proc, rep.prefixed("after restart"), regs, baseline, o); err != nil {
 		return err
+	}
+	if o.heapProfile != "" {
+		// Last: the collection the profile forces changes the RSS and heap figures above.
+		if err := proc.saveProfile(ctx, "/debug/pprof/heap?gc=1", o.heapProfile); err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+		rep.add("after restart: live", "Go heap after a forced collection: allocated / next GC at / soft limit", proc.heap(ctx))
+		rep.add("after restart: live", "Go heap after a forced collection, per 1,000 registrations", proc.livePerThousand(ctx, o.n))
 	}
 
 	return rep.write(filepath.Join(o.out, fmt.Sprintf("report-%d.txt", o.n)))

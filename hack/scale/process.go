@@ -134,7 +134,12 @@ func (p *ltiopProcess) cpu() time.Duration {
 
 // cpuProfile records a CPU profile of the process for d through its pprof endpoint.
 func (p *ltiopProcess) cpuProfile(ctx context.Context, d time.Duration, file string) error {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.metrics, max(1, int(d.Seconds())))
+	return p.saveProfile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds()))), file)
+}
+
+// saveProfile writes the pprof endpoint path (with its query) to file.
+func (p *ltiopProcess) saveProfile(ctx context.Context, path, file string) error {
+	url := "http://" + p.metrics + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -169,16 +174,39 @@ func freeAddr() (string, error) {
 // soft memory limit (GOMEMLIMIT; "none" when unset). RSS follows the first two: without a
 // limit the heap may grow to twice what stays alive before a collection.
 func (p *ltiopProcess) heap(ctx context.Context) string {
+	values, err := p.metricValues(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	limit := "none"
+	if l, ok := values["go_gc_gomemlimit_bytes"]; ok && l < 1<<62 {
+		limit = mib(int64(l))
+	}
+	return mib(int64(values["go_memstats_heap_alloc_bytes"])) + " / " + mib(int64(values["go_memstats_next_gc_bytes"])) + " / " + limit
+}
+
+// livePerThousand is the heap allocated per 1,000 registrations; right after a forced
+// collection, that is what stays alive.
+func (p *ltiopProcess) livePerThousand(ctx context.Context, n int) string {
+	values, err := p.metricValues(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	return mib(int64(values["go_memstats_heap_alloc_bytes"] * 1000 / float64(max(n, 1))))
+}
+
+// metricValues reads the metrics endpoint's unlabelled samples.
+func (p *ltiopProcess) metricValues(ctx context.Context) (map[string]float64, error) {
 	if p.metrics == "" {
-		return "no metrics endpoint"
+		return nil, fmt.Errorf("no metrics endpoint")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metrics+"/metrics", nil)
 	if err != nil {
-		return err.Error()
+		return nil, err
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err.Error()
+		return nil, err
 	}
 	defer res.Body.Close()
 	values := map[string]float64{}
@@ -193,9 +221,5 @@ func (p *ltiopProcess) heap(ctx context.Context) string {
 			values[name] = v
 		}
 	}
-	limit := "none"
-	if l, ok := values["go_gc_gomemlimit_bytes"]; ok && l < 1<<62 {
-		limit = mib(int64(l))
-	}
-	return mib(int64(values["go_memstats_heap_alloc_bytes"])) + " / " + mib(int64(values["go_memstats_next_gc_bytes"])) + " / " + limit
+	return values, sc.Err()
 }

@@ -103,7 +103,7 @@ func toAPI(p *registry.Platform) Platform {
 		Active:                 p.Spec.IsActive(),
 	}
 	if p.Key != nil {
-		out.PublicKey = p.Key.PublicPEM
+		out.PublicKey = p.PublicKeyPEM()
 	}
 	out.LTI11 = lti11ToAPI(&p.Spec)
 	return out

@@ -90,7 +90,7 @@ func TestCreate(t *testing.T) {
 	if res.Header.Get("Location") != "/api/platforms/"+id {
 		t.Fatalf("Location %q", res.Header.Get("Location"))
 	}
-	if want := h.reg.Get(id).Key.PublicPEM; p["publicKey"] != want || !strings.HasPrefix(want, "-----BEGIN PUBLIC KEY-----") {
+	if want := h.reg.Get(id).PublicKeyPEM(); p["publicKey"] != want || !strings.HasPrefix(want, "-----BEGIN PUBLIC KEY-----") {
 		t.Fatalf("publicKey %v is not the registration's key", p["publicKey"])
 	}
 	if p["active"] != false || p["clientId"] != "c1" || p["authConfig"].(map[string]any)["method"] != "JWK_SET" {

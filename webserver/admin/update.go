@@ -31,7 +31,7 @@ func (req *UpdateRequest) checkReadOnly(current *registry.Platform) *httpapi.Err
 	if req.PublicKey != nil {
 		want := ""
 		if current.Key != nil {
-			want = current.Key.PublicPEM
+			want = current.PublicKeyPEM()
 		}
 		if strings.TrimSpace(*req.PublicKey) != strings.TrimSpace(want) {
 			problems = append(problems, "publicKey: read-only, must be the registration's current public key (as GET answers it) or absent; ltiop makes and rotates the key")

@@ -2,8 +2,8 @@ package advantage
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,11 +59,11 @@ const (
 type Credentials struct {
 	PlatformID   string // registration ID (part of the token cache key)
 	ClientID     string
-	TokenURL     string // the platform's token endpoint
-	Audience     string // client-assertion aud: the registration's authorizationServer, else TokenURL (T-CC-01, T-QUIRK-06)
-	DeploymentID string // sent as the deployment_id claim when set (T-CC-05); part of the cache key
-	KID          string // the tool key's kid, in the JWS header (T-CC-06); required
-	Key          *rsa.PrivateKey
+	TokenURL     string        // the platform's token endpoint
+	Audience     string        // client-assertion aud: the registration's authorizationServer, else TokenURL (T-CC-01, T-QUIRK-06)
+	DeploymentID string        // sent as the deployment_id claim when set (T-CC-05); part of the cache key
+	KID          string        // the tool key's kid, in the JWS header (T-CC-06); required
+	Key          crypto.Signer // an *rsa.PrivateKey, or a signer that parses one when it signs
 
 	// LaunchScopes are the scopes the launch granted: the AGS endpoint claim's scope array,
 	// plus ScopeMembershipReadOnly when the launch has the NRPS claim (GrantedScopes builds

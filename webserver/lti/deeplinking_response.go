@@ -5,6 +5,7 @@ package lti
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -46,9 +47,10 @@ type DeepLinkingResponseParams struct {
 	// ClientID is the tool's client_id at the platform: the JWT's iss.
 	ClientID string
 	// KID and Key are the registration's tool key (published in the tool JWKS);
-	// the kid goes in the header (T-DL-02, D2L requires it).
+	// the kid goes in the header (T-DL-02, D2L requires it). Key is an *rsa.PrivateKey,
+	// or a signer that parses one when it signs (the registry's tool keys).
 	KID string
-	Key *rsa.PrivateKey
+	Key crypto.Signer
 	// Items and Options are the integrator's selection (service interface §4.5).
 	Items   []ContentItem
 	Options DeepLinkingOptions
@@ -113,7 +115,7 @@ func DeepLinkingResponse(p DeepLinkingResponseParams) (jwt string, returnURL str
 		return "", "", errors.New("lti: deep linking response: no kid for the tool key")
 	case p.Key == nil:
 		return "", "", errors.New("lti: deep linking response: no tool key")
-	case p.Key.N == nil || p.Key.N.BitLen() < 2048:
+	case !rsaOf2048Bits(p.Key.Public()):
 		return "", "", errors.New("lti: deep linking response: the tool key must be RSA of at least 2048 bits")
 	}
 	if e := ValidateContentItems(p.Items, settings); e != nil {
@@ -201,4 +203,10 @@ func rawDLData(payload []byte) (string, bool) {
 		}
 	}
 	return data, kindOf(data) == kindString
+}
+
+// rsaOf2048Bits says whether public is an RSA key of at least 2048 bits.
+func rsaOf2048Bits(public crypto.PublicKey) bool {
+	pub, ok := public.(*rsa.PublicKey)
+	return ok && pub.N != nil && pub.N.BitLen() >= 2048
 }

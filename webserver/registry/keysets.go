@@ -110,7 +110,7 @@ func (a *allKeys) rebuild(r *Registry) uint64 {
 	slices.SortFunc(ks, func(x, y *ToolKey) int { return strings.Compare(x.KID, y.KID) })
 	pieces := make([][]byte, len(ks))
 	for i, k := range ks {
-		pieces[i] = k.jwkJSON
+		pieces[i] = k.jwk()
 	}
 	a.current.Store(&builtKeys{body: precomputed.New(keySetJSON(pieces)), version: v})
 	return v

@@ -23,7 +23,6 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
 	"github.com/ltiop/ltiop/internal/registration"
-	"github.com/ltiop/ltiop/webserver/precomputed"
 )
 
 // Platform is an immutable snapshot of one registration joined with its tool key.
@@ -50,23 +49,39 @@ type Platform struct {
 	// registration gave its LMS when it re-registered an existing registration.
 	KeySetAlias string
 
+	// The public key PEM and kid the controller recorded in status: the PEM that
+	// PublicKeyPEM answers while it names Key, shared with the informer's object.
+	statusKID, statusPublicKey string
+
 	// The platform's own key for JWK_KEY and RSA_KEY, parsed once per change.
 	staticKey    *rsa.PublicKey
 	staticKID    string // the JWK's kid, if it has one: the token's kid must then match
 	staticKeyErr error
 }
 
-// ToolKey is a registration's parsed private key, ready to sign, with its public half
-// marshalled once: as a JWK for /lti/keys, and as the registration's own key set.
-type ToolKey struct {
-	KID       string
-	Private   *rsa.PrivateKey
-	PublicPEM string
-	jwkJSON   []byte
-	set       *precomputed.Body
-}
-
 type issuerClient struct{ issuer, clientID string }
+
+// PublicKeyPEM is the tool key's public half as a PKIX PEM, "" while the registration has
+// no key. It is the one the controller recorded in status when that names the same key
+// (always, but for the moment between a new key and its status write), so that 10,000
+// registrations do not hold a second copy of it; else it is marshalled now.
+func (p *Platform) PublicKeyPEM() string {
+	if p.Key == nil {
+		return ""
+	}
+	if p.statusKID == p.Key.KID && p.statusPublicKey != "" {
+		return p.statusPublicKey
+	}
+	private, err := keys.ParsePrivateKey(p.Key.pem)
+	if err != nil {
+		return "" // not reached: the key parsed when it was made
+	}
+	pemText, err := keys.PublicKeyPEM(&private.PublicKey)
+	if err != nil {
+		return ""
+	}
+	return pemText
+}
 
 // Registry holds the snapshots. The zero value is not usable; call New.
 type Registry struct {
@@ -74,13 +89,13 @@ type Registry struct {
 	byID      map[string]*Platform
 	byIssuer  map[issuerClient]*Platform // the oldest of each (url, clientId), as the controller decides
 	peers     map[issuerClient][]*Platform
-	clients   map[string]map[string]struct{} // issuer -> its client ids, for logins without client_id
-	byAlias   map[string]*Platform           // KeySetAlias -> registration
-	keysByUID map[types.UID]*ToolKey         // from Secrets, joined to registrations by owner UID
-	idByUID   map[types.UID]string           // registration UID -> ID, to join a key without a scan
-	secretUID map[string]types.UID           // Secret name -> owner UID, to forget keys of deleted Secrets
-	changed   chan struct{}                  // closed and replaced on every change
-	awaiting  int                            // registrations with AwaitingActivation, kept by index/unindex
+	clients   map[string]clientSet   // issuer -> its client ids, for logins without client_id
+	byAlias   map[string]*Platform   // KeySetAlias -> registration
+	keysByUID map[types.UID]*ToolKey // from Secrets, joined to registrations by owner UID
+	idByUID   map[types.UID]string   // registration UID -> ID, to join a key without a scan
+	secretUID map[string]types.UID   // Secret name -> owner UID, to forget keys of deleted Secrets
+	changed   chan struct{}          // closed and replaced on every change
+	awaiting  int                    // registrations with AwaitingActivation, kept by index/unindex
 
 	all allKeys // /lti/keys, rebuilt in the background
 
@@ -97,7 +112,7 @@ func New() *Registry {
 		byID:      map[string]*Platform{},
 		byIssuer:  map[issuerClient]*Platform{},
 		peers:     map[issuerClient][]*Platform{},
-		clients:   map[string]map[string]struct{}{},
+		clients:   map[string]clientSet{},
 		byAlias:   map[string]*Platform{},
 		keysByUID: map[types.UID]*ToolKey{},
 		idByUID:   map[types.UID]string{},
@@ -165,10 +180,9 @@ func (r *Registry) Lookup(issuer, clientID string) *Platform {
 func (r *Registry) ByIssuer(issuer string) []*Platform {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]*Platform, 0, len(r.clients[issuer]))
-	for clientID := range r.clients[issuer] {
-		out = append(out, r.byIssuer[issuerClient{issuer, clientID}])
-	}
+	clients := r.clients[issuer]
+	out := make([]*Platform, 0, clients.len())
+	clients.each(func(clientID string) { out = append(out, r.byIssuer[issuerClient{issuer, clientID}]) })
 	return out
 }
 
@@ -231,6 +245,8 @@ func (r *Registry) Apply(obj any) {
 		SeenDeployments:    slices.Clone(reg.Status.DeploymentIDs),
 		AwaitingActivation: reg.AwaitingActivation(),
 		KeySetAlias:        reg.Annotations[ltiv1.AnnotationKeySetAlias],
+		statusKID:          reg.Status.KID,
+		statusPublicKey:    reg.Status.PublicKey,
 	}
 	p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
@@ -281,11 +297,7 @@ func (r *Registry) ApplySecret(logf func(string, ...any), obj any) {
 	if owner == "" {
 		return
 	}
-	private, err := keys.ParsePrivateKey(secret.Data[ltiv1.SecretKeyPrivateKey])
-	var key *ToolKey
-	if err == nil {
-		key, err = newToolKey(private)
-	}
+	key, err := newToolKey(secret.Data[ltiv1.SecretKeyPrivateKey])
 	if err != nil {
 		// The controller replaces an unreadable key; until then the registration has none.
 		logf("key Secret holds no usable key", "secret", secret.Name, "reason", err.Error())
@@ -340,10 +352,7 @@ func (r *Registry) index(p *Platform) {
 	}
 	k := issuerClient{string(p.Spec.URL), p.Spec.ClientID}
 	r.peers[k] = append(r.peers[k], p)
-	if r.clients[k.issuer] == nil {
-		r.clients[k.issuer] = map[string]struct{}{}
-	}
-	r.clients[k.issuer][k.clientID] = struct{}{}
+	r.clients[k.issuer] = r.clients[k.issuer].add(k.clientID)
 	r.elect(k)
 	if p.KeySetAlias != "" {
 		r.byAlias[p.KeySetAlias] = p
@@ -360,9 +369,10 @@ func (r *Registry) unindex(p *Platform) {
 	r.peers[k] = slices.DeleteFunc(r.peers[k], func(q *Platform) bool { return q == p })
 	if len(r.peers[k]) == 0 {
 		delete(r.peers, k)
-		delete(r.clients[k.issuer], k.clientID)
-		if len(r.clients[k.issuer]) == 0 {
+		if clients := r.clients[k.issuer].remove(k.clientID); clients.len() == 0 {
 			delete(r.clients, k.issuer)
+		} else {
+			r.clients[k.issuer] = clients
 		}
 	}
 	r.elect(k)
@@ -423,31 +433,4 @@ func controllerUID(secret *corev1.Secret) types.UID {
 		}
 	}
 	return ""
-}
-
-func newToolKey(private *rsa.PrivateKey) (*ToolKey, error) {
-	kid, err := keys.KID(&private.PublicKey)
-	if err != nil {
-		return nil, err
-	}
-	publicPEM, err := keys.PublicKeyPEM(&private.PublicKey)
-	if err != nil {
-		return nil, err
-	}
-	k := &ToolKey{KID: kid, Private: private, PublicPEM: publicPEM}
-	return k, k.publish(&private.PublicKey)
-}
-
-// publish marshals the public key once: as a JWK for /lti/keys, and as the registration's
-// own key set.
-func (k *ToolKey) publish(public *rsa.PublicKey) error {
-	j, err := keys.PublicJWK(public, k.KID)
-	if err != nil {
-		return err
-	}
-	if k.jwkJSON, err = json.Marshal(j); err != nil {
-		return err
-	}
-	k.set = precomputed.New(keySetJSON([][]byte{k.jwkJSON}))
-	return nil
 }

@@ -36,6 +36,11 @@ func keySecret(t testing.TB, owner *ltiv1.PlatformRegistration) *corev1.Secret {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return keySecret0(owner, pemBytes)
+}
+
+// keySecret0 is owner's key Secret holding pemBytes.
+func keySecret0(owner *ltiv1.PlatformRegistration, pemBytes []byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-tool-key", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: ltiv1.GroupVersion.String(), Kind: "PlatformRegistration", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
@@ -94,7 +99,7 @@ func TestKeysJoinByOwnerUIDAndJWKSFollowsChanges(t *testing.T) {
 	}
 	r.Apply(reg)
 	p := r.Get("a")
-	if p.Key == nil || p.Key.PublicPEM == "" || p.Key.KID == "" {
+	if p.Key == nil || p.PublicKeyPEM() == "" || p.Key.KID == "" {
 		t.Fatal("the registration must carry its key")
 	}
 	first := freshJWKS(t, r)
@@ -207,5 +212,46 @@ func TestByIssuer(t *testing.T) {
 	r.Forget(platformRegistration("dup", "https://lms-1", "2", now.Add(time.Hour)))
 	if got := r.ByIssuer("https://lms-1"); len(got) != 0 {
 		t.Fatalf("ByIssuer of a gone issuer = %v", got)
+	}
+}
+
+// T-LOGIN-03: a login without client_id finds every client of its issuer, whether the
+// issuer has one client (the usual case) or hundreds (Canvas cloud's issuer), as they
+// come and go.
+func TestByIssuerFollowsClients(t *testing.T) {
+	r := New()
+	now := time.Now()
+	ids := func() []string {
+		var out []string
+		for _, p := range r.ByIssuer("https://canvas.instructure.com") {
+			out = append(out, p.Spec.ClientID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var want []string
+	for i := range 20 {
+		id := fmt.Sprintf("client-%02d", i)
+		r.Apply(platformRegistration("reg-"+id, "https://canvas.instructure.com", id, now))
+		want = append(want, id)
+		if got := ids(); !slices.Equal(got, want) {
+			t.Fatalf("after adding %s: %v, want %v", id, got, want)
+		}
+	}
+	r.Apply(platformRegistration("other", "https://moodle.example", "client-00", now))
+	for i := range 18 {
+		id := fmt.Sprintf("client-%02d", i)
+		r.Forget(platformRegistration("reg-"+id, "https://canvas.instructure.com", id, now))
+	}
+	if got := ids(); !slices.Equal(got, []string{"client-18", "client-19"}) {
+		t.Fatalf("after removals: %v", got)
+	}
+	if got := r.ByIssuer("https://moodle.example"); len(got) != 1 || got[0].ID != "other" {
+		t.Fatalf("another issuer's clients: %v", got)
+	}
+	r.Forget(platformRegistration("reg-client-18", "https://canvas.instructure.com", "client-18", now))
+	r.Forget(platformRegistration("reg-client-19", "https://canvas.instructure.com", "client-19", now))
+	if got := ids(); len(got) != 0 || len(r.clients) != 1 {
+		t.Fatalf("no clients left: %v, %d issuers indexed", got, len(r.clients))
 	}
 }

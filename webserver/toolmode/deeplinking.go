@@ -71,7 +71,7 @@ func (t *Tool) deepLinkingResponse(r *http.Request) (string, string, *httpapi.Er
 		return "", "", herr
 	}
 	jwt, target, err := lti.DeepLinkingResponse(lti.DeepLinkingResponseParams{
-		Request: g.claims, ClientID: p.Spec.ClientID, KID: p.Key.KID, Key: p.Key.Private,
+		Request: g.claims, ClientID: p.Spec.ClientID, KID: p.Key.KID, Key: p.Key,
 		Items: items, Options: options, Now: t.now(),
 	})
 	var itemErr *lti.ContentItemError

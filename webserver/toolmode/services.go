@@ -277,7 +277,7 @@ func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform,
 		Audience:     p.Spec.TokenAudience(),
 		DeploymentID: g.DeploymentID,
 		KID:          p.Key.KID,
-		Key:          p.Key.Private,
+		Key:          p.Key,
 		// The client refuses scopes the launch did not grant (T-AGS-02) and item ids off
 		// the launch's service hosts: the token goes nowhere else.
 		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != "", g.impliedScopes()...),
