@@ -68,6 +68,9 @@ type PlatformRegistrationReconciler struct {
 	// the work queue never hands one registration to two workers, and createKey re-reads
 	// through APIReader, so parallel workers still make one key per registration.
 	Workers int
+	// ParseKey reads a key Secret's private key (keys.ParsePrivateKey when nil); tests
+	// count its calls.
+	ParseKey func(pemBytes []byte) (*rsa.PrivateKey, error)
 }
 
 // DefaultKeyWorkers is twice the cores, at least 2 and at most 16: enough to keep every core
@@ -211,14 +214,35 @@ func (r *PlatformRegistrationReconciler) ensureKey(ctx context.Context, reg *lti
 			"Secret %s exists and does not belong to this registration; delete or rename it.", name)}, nil
 	}
 
-	private, err := keys.ParsePrivateKey(secret.Data[ltiv1.SecretKeyPrivateKey])
+	// Read and checked before, and not changed since (any change to a Secret changes its
+	// resourceVersion): parsing 10,000 keys again after every restart cost the elected
+	// replica seconds of CPU, and the logins it served meanwhile their p99.
+	if secret.ResourceVersion != "" && secret.ResourceVersion == status.KeySecretResourceVersion &&
+		status.KeySecretName == name && status.KID != "" && status.PublicKey != "" {
+		return nil, nil
+	}
+	parse := r.ParseKey
+	if parse == nil {
+		parse = keys.ParsePrivateKey
+	}
+	private, err := parse(secret.Data[ltiv1.SecretKeyPrivateKey])
 	if err != nil {
 		// The data was damaged out of band: an unreadable key signs nothing, so replace it.
 		r.Recorder.Eventf(reg, secret, corev1.EventTypeWarning, ltiv1.ReasonKeyRegenerated, "RegenerateKey",
 			"Key Secret %s holds no readable key (%v); a new key was generated. The LMS must be given the new public key unless it reads the JWKS URL.", name, err)
 		return nil, r.writeKey(ctx, reg, status, secret, false)
 	}
-	return nil, recordKey(status, name, private)
+	prev := *status
+	if err := recordKey(status, secret, private); err != nil {
+		return nil, err
+	}
+	if prev.KeySecretResourceVersion != "" && prev.KeySecretName == status.KeySecretName &&
+		prev.KID == status.KID && prev.PublicKey == status.PublicKey {
+		// The same key, in a Secret changed otherwise (a label, an annotation): not worth a
+		// status write; this registration's key is parsed at each reconcile until it changes.
+		status.KeySecretResourceVersion = prev.KeySecretResourceVersion
+	}
+	return nil, nil
 }
 
 func isOwnedByAPlatformRegistration(secret *corev1.Secret) bool {
@@ -291,11 +315,12 @@ func (r *PlatformRegistrationReconciler) writeKey(ctx context.Context, reg *ltiv
 	if err != nil {
 		return err
 	}
-	return recordKey(status, secret.Name, private)
+	return recordKey(status, secret, private)
 }
 
-// recordKey writes the key's name, kid and public half into status.
-func recordKey(status *ltiv1.PlatformRegistrationStatus, secretName string, private *rsa.PrivateKey) error {
+// recordKey writes the key's Secret (name and the resourceVersion found valid), kid and
+// public half into status.
+func recordKey(status *ltiv1.PlatformRegistrationStatus, secret *corev1.Secret, private *rsa.PrivateKey) error {
 	kid, err := keys.KID(&private.PublicKey)
 	if err != nil {
 		return err
@@ -304,7 +329,8 @@ func recordKey(status *ltiv1.PlatformRegistrationStatus, secretName string, priv
 	if err != nil {
 		return err
 	}
-	status.KeySecretName, status.KID, status.PublicKey = secretName, kid, publicPEM
+	status.KeySecretName, status.KID, status.PublicKey = secret.Name, kid, publicPEM
+	status.KeySecretResourceVersion = secret.ResourceVersion
 	return nil
 }
 

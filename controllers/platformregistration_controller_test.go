@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -295,6 +297,48 @@ var _ = Describe("PlatformRegistration controller", func() {
 		_, err = keys.ParsePrivateKey(fresh.Data[ltiv1.SecretKeyPrivateKey])
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(eventsFor(reg.Name, ltiv1.ReasonKeyRegenerated)).ShouldNot(BeEmpty())
+	})
+
+	It("reads a key Secret's key once per change of the Secret, not at every reconcile", func() {
+		reg := canvasRegistration(uniqueName("parsed-once"), uniqueName("client"))
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		secret, err := keySecret(reg)
+		Expect(err).NotTo(HaveOccurred())
+		cachedVersion := func() string { // what a reconciler reading the cache sees
+			cached := &ltiv1.PlatformRegistration{}
+			Expect(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(reg), cached)).To(Succeed())
+			return cached.Status.KeySecretResourceVersion
+		}
+		Eventually(cachedVersion).Should(Equal(secret.ResourceVersion), "status records the Secret version it read")
+
+		var parses atomic.Int32
+		r := &controllers.PlatformRegistrationReconciler{
+			Client: mgr.GetClient(), APIReader: k8s, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("ltiop-test"),
+			PublicURL: publicURL,
+			ParseKey: func(b []byte) (*rsa.PrivateKey, error) {
+				parses.Add(1)
+				return keys.ParsePrivateKey(b)
+			},
+		}
+		reconcile := func() int32 {
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(reg)})
+			Expect(err).NotTo(HaveOccurred())
+			return parses.Load()
+		}
+		Expect(reconcile()).To(BeZero(), "an unchanged Secret's key is not parsed again")
+
+		// Any change to the Secret is read again; a change that leaves the key as it was (a
+		// label here) is not worth a status write, so it is read at each reconcile.
+		secret.Labels["example.com/touched"] = "yes"
+		Expect(k8s.Update(ctx, secret)).To(Succeed())
+		Eventually(func() string {
+			cached := &corev1.Secret{}
+			Expect(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(secret), cached)).To(Succeed())
+			return cached.ResourceVersion
+		}).Should(Equal(secret.ResourceVersion))
+		Expect(reconcile()).To(BeEquivalentTo(1))
+		Expect(cachedVersion()).NotTo(Equal(secret.ResourceVersion), "no status write for a label")
 	})
 
 	It("does not touch a foreign Secret that has the key Secret's name", func() {

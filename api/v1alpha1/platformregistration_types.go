@@ -250,6 +250,12 @@ type PlatformRegistrationStatus struct {
 	// +optional
 	PublicKey string `json:"publicKey,omitempty"`
 
+	// KeySecretResourceVersion is the key Secret's resourceVersion when ltiop last read its
+	// key and found it valid: while the Secret is unchanged its key is not parsed again, so
+	// a restart does not re-check every key at once.
+	// +optional
+	KeySecretResourceVersion string `json:"keySecretResourceVersion,omitempty"`
+
 	// LoginURL is the OIDC login initiation URL to configure in the LMS.
 	// +optional
 	LoginURL string `json:"loginUrl,omitempty"`
