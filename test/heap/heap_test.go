@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"runtime/pprof"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/test/utils/testenv"
+	"github.com/ltiop/ltiop/test/utils/testheap"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
 
@@ -46,16 +46,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 	}
 	os.Exit(code)
-}
-
-// liveHeap is the heap the collector found alive, after collections now: two, since what
-// sync.Pools hold survives one.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64()) //nolint:gosec // G115: a heap size fits in an int64
 }
 
 // The live heap of an ltiop (web server and controllers, one replica) per registration, as
@@ -126,7 +116,7 @@ func measure(parent context.Context, t *testing.T, ns string, n int) int64 {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the registry, which has no wait for "all"
 	}
-	live := liveHeap()
+	live := testheap.Live()
 	// HEAPPROF=file writes the heap profiles file.0 and file.<n>, to see what grew:
 	// go tool pprof -sample_index=inuse_space -diff_base file.0 heap.test file.<n>
 	if f := os.Getenv("HEAPPROF"); f != "" {

@@ -5,10 +5,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/test/utils/testheap"
 )
 
 // Serving lists keeps nothing: after the first list has built the sorted view, unpaged
@@ -54,24 +55,14 @@ func TestListsRetainNothing(t *testing.T) {
 			t.Fatal("/lti/keys was not rebuilt within a minute")
 		}
 	}
-	before := liveHeap()
+	before := testheap.Live()
 	for range 5 {
 		serve()
 	}
-	grew := liveHeap() - before
+	grew := testheap.Live() - before
 	runtime.KeepAlive(h) // else the registry itself is collected before the second reading
 	t.Logf("live heap %d KiB before, %+d bytes after", before>>10, grew)
 	if grew > 256<<10 {
 		t.Errorf("five unpaged lists and five walks through the pages left %d KiB more live heap", grew>>10)
 	}
-}
-
-// liveHeap is the heap the collector found alive, after collections now: two, since
-// what sync.Pools hold survives one.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64()) //nolint:gosec // G115: a heap size fits in an int64
 }

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +16,9 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/test/utils/testheap"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
-
-// liveHeap is the heap the collector found alive, after collections now: two, since what
-// sync.Pools hold survives one.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64()) //nolint:gosec // G115: a heap size fits in an int64
-}
 
 // keyedRegistration is a registration and its key Secret as the informer cache holds them:
 // each with its own copy of the bytes, and the status the controller writes.
@@ -65,7 +55,7 @@ func TestRegistryHeapPerRegistration(t *testing.T) {
 	}
 	r := New()
 	freshJWKS(t, r)
-	before := liveHeap()
+	before := testheap.Live()
 	for i := range n {
 		r.Apply(regs[i])
 		r.ApplySecret(noLog, secrets[i])
@@ -76,7 +66,7 @@ func TestRegistryHeapPerRegistration(t *testing.T) {
 			t.Fatalf("registration %s has no key", p.ID)
 		}
 	}
-	per := (liveHeap() - before) / n
+	per := (testheap.Live() - before) / n
 	runtime.KeepAlive(regs) // the informer cache's objects
 	runtime.KeepAlive(secrets)
 	runtime.KeepAlive(r)
