@@ -117,8 +117,14 @@ func (a *api) createOne(ctx context.Context, i int) (created, error) {
 	}
 }
 
-// createMany creates registrations from..to-1, parallel at a time.
+// createMany creates registrations from..to-1 through the API, parallel at a time.
 func (a *api) createMany(ctx context.Context, from, to, parallel int) ([]created, latencies, error) {
+	return fanOut(ctx, from, to, parallel, "created", a.createOne)
+}
+
+// fanOut runs create for from..to-1, parallel at a time, until the first error, and
+// returns what was made with the time each took; progress is said every 10 s as verb.
+func fanOut(ctx context.Context, from, to, parallel int, verb string, create func(context.Context, int) (created, error)) ([]created, latencies, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan int)
@@ -131,7 +137,7 @@ func (a *api) createMany(ctx context.Context, from, to, parallel int) ([]created
 		wg.Go(func() {
 			for i := range work {
 				start := time.Now()
-				c, err := a.createOne(ctx, i)
+				c, err := create(ctx, i)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -153,7 +159,7 @@ feed:
 			case <-ctx.Done():
 				break feed
 			case <-progress.C:
-				say("created %d of %d", i-from, to-from)
+				say("%s %d of %d", verb, i-from, to-from)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,44 +56,10 @@ func createDirect(ctx context.Context, restCfg *rest.Config, from, to, parallel 
 		}
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan int)
-	var mu sync.Mutex
-	var out []created
-	var firstErr error
-	for range parallel {
-		wg.Go(func() {
-			for i := range work {
-				c, err := createPair(ctx, k8s, i, pems[i%len(pems)])
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				out = append(out, c)
-				mu.Unlock()
-			}
-		})
-	}
-	progress := time.NewTicker(10 * time.Second)
-	defer progress.Stop()
-feed:
-	for i := from; i < to; i++ {
-		for {
-			select {
-			case work <- i:
-				continue feed
-			case <-ctx.Done():
-				break feed
-			case <-progress.C:
-				say("written %d of %d", i-from, to-from)
-			}
-		}
-	}
-	close(work)
-	wg.Wait()
-	return out, firstErr
+	out, _, err := fanOut(ctx, from, to, parallel, "written", func(ctx context.Context, i int) (created, error) {
+		return createPair(ctx, k8s, i, pems[i%len(pems)])
+	})
+	return out, err
 }
 
 // keyData is a key as its Secret holds it.
