@@ -136,22 +136,22 @@ func validPurpose(p string) bool {
 // JSON object), but any bytes come back exactly as sealed. The token id (jti) is 128 random
 // bits, base64url; Open returns it for the replay store.
 func (k *Keyring) Seal(purpose string, payload []byte, ttl time.Duration) (string, error) {
-	now := time.Now
+	return k.sealAt(purpose, payload, ttl, k.clock())
+}
+
+// clock is the time Seal and SealUntil seal at: k.now when a test set it.
+func (k *Keyring) clock() time.Time {
 	if k.now != nil {
-		now = k.now
+		return k.now()
 	}
-	return k.sealAt(purpose, payload, ttl, now())
+	return time.Now()
 }
 
 // SealUntil is Seal for a token that must expire at exp, whenever it is sealed (a service
 // key made on demand still expires a fixed time after its launch). exp must be at least a
 // second away.
 func (k *Keyring) SealUntil(purpose string, payload []byte, exp time.Time) (string, error) {
-	now := time.Now
-	if k.now != nil {
-		now = k.now
-	}
-	at := now()
+	at := k.clock()
 	return k.sealAt(purpose, payload, exp.Sub(at), at)
 }
 

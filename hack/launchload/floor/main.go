@@ -13,14 +13,13 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"log"
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
+
+	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
 // The sizes of ltiop's tokens for launchload's claims (BenchmarkSealState, BenchmarkSealLTIK).
@@ -39,11 +38,11 @@ func main() {
 			"scope": {"openid"}, "response_type": {"id_token"}, "response_mode": {"form_post"},
 			"prompt": {"none"}, "client_id": {q.Get("client_id")}, "redirect_uri": {q.Get("target_link_uri")},
 			"login_hint": {q.Get("login_hint")}, "lti_message_hint": {q.Get("lti_message_hint")},
-			"nonce": {random(22)}, "state": {random(stateBytes)},
+			"nonce": {token(22)}, "state": {token(stateBytes)},
 		}
 		// G124: SameSite=None, as ltiop's binding cookie (the LMS posts the launch cross-site).
 		// G710: a measuring tool's redirect to whatever issuer the driver names, on loopback.
-		http.SetCookie(w, &http.Cookie{Name: "ltiop_state_" + random(8), Value: random(22), Path: "/lti/", //nolint:gosec // G124: see above
+		http.SetCookie(w, &http.Cookie{Name: "ltiop_state_" + token(8), Value: token(22), Path: "/lti/", //nolint:gosec // G124: see above
 			MaxAge: 600, Secure: true, HttpOnly: true, SameSite: http.SameSiteNoneMode})
 		http.Redirect(w, r, q.Get("iss")+"/auth?"+auth.Encode(), http.StatusFound) //nolint:gosec // G710: see above
 	})
@@ -53,15 +52,11 @@ func main() {
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: "ltiop_state_x", Path: "/lti/", MaxAge: -1}) //nolint:gosec // G124: deletes the cookie
-		http.Redirect(w, r, launchURL+"?ltik="+random(ltikBytes), http.StatusSeeOther)
+		http.Redirect(w, r, launchURL+"?ltik="+token(ltikBytes), http.StatusSeeOther)
 	})
 	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.ListenAndServe())
 }
 
-// random is n characters of base64url, as a sealed token's.
-func random(n int) string {
-	b := make([]byte, n*3/4+1)
-	_, _ = rand.Read(b)
-	return strings.TrimRight(base64.RawURLEncoding.EncodeToString(b), "=")[:n]
-}
+// token is n characters of base64url, as a sealed token's.
+func token(n int) string { return httpapi.RandomToken(n)[:n] }
