@@ -156,7 +156,7 @@ func newRig(b testing.TB, configure ...func(*rigConfig)) *rig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rg.ring = ring
+	rg.ring = ring.WithClock(rg.clock.Now) // tokens are sealed and opened on the same clock
 	apiKey := httpapi.NewAPIKey("s", "k")
 	if cfg.apiKey != "" {
 		apiKey.Set(cfg.apiKey)
