@@ -32,12 +32,14 @@ import (
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
+	"github.com/ltiop/ltiop/webserver/platformdata"
 	"github.com/ltiop/ltiop/webserver/platformmode"
 	"github.com/ltiop/ltiop/webserver/ratelimit"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 	"github.com/ltiop/ltiop/webserver/signing"
 	"github.com/ltiop/ltiop/webserver/toolmode"
+	"github.com/ltiop/ltiop/webserver/webhook"
 )
 
 // Scheme knows the built-in kinds and ltiop's.
@@ -247,6 +249,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	platform := platformmode.New(platformmode.Options{
 		PublicURL: cfg.PublicURL, Issuer: pm.Issuer, LaunchURL: pm.LaunchURL, DeepLinkingURL: pm.DeepLinkingURL,
 		DeepLinkingReturnURL: pm.DeepLinkingReturnURL, DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
+		DataURL: cfg.PlatformData.URL, ServiceGrantTTL: cfg.PlatformData.GrantLifetime.Duration,
 	}, tools, registry.NewPeerKeys(out.keySets), platformKey, keyring, replays)
 
 	onboard := onboarding.New(onboarding.Options{
@@ -264,6 +267,10 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("notices: %w", err)
 	}
+	// The platform data API is signed like the notices, under the webhook's address policy.
+	dataPolicy := out.webhook
+	dataPolicy.Timeout = cfg.PlatformData.Timeout.Duration
+	platform.SetData(&platformdata.Client{Sender: &webhook.Sender{Client: webhook.NewClient(dataPolicy), Key: noticeOpts.Webhook.Key}})
 	tool, err := toolmode.New(toolmode.Options{
 		Notices:   noticeOpts,
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,

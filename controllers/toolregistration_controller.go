@@ -105,6 +105,9 @@ func (r *ToolRegistrationReconciler) checkToolSpec(tool *ltiv1.ToolRegistration)
 	if tool.Spec.DeepLinkingURL != "" {
 		fields = append(fields, field{"deepLinkingUrl", string(tool.Spec.DeepLinkingURL)})
 	}
+	if tool.Spec.PlatformDataURL != "" {
+		fields = append(fields, field{"platformDataUrl", string(tool.Spec.PlatformDataURL)})
+	}
 	if tool.Spec.AuthConfig.Method == ltiv1.AuthMethodJWKSet && !allowHTTP && isHTTP(tool.Spec.AuthConfig.Key) {
 		// Only the scheme is judged here; the rest of the key set URL is checked with the key.
 		fields = append(fields, field{"authConfig.key", tool.Spec.AuthConfig.Key})

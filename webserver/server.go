@@ -163,6 +163,14 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 		{"POST", "/api/launches/idtoken", bearer(d.Platform.AnswerLaunch)},
 		{"POST", "/api/launches/content-items", bearer(d.Platform.ContentItems)},
 		{"POST", "/api/tokens/introspect", bearer(d.Platform.Introspect)},
+		{"GET", paths.PlatformServices + "/memberships", http.HandlerFunc(d.Platform.Memberships)},
+		{"GET", paths.PlatformServices + "/lineitems", http.HandlerFunc(d.Platform.LineItems)},
+		{"POST", paths.PlatformServices + "/lineitems", http.HandlerFunc(d.Platform.CreateLineItem)},
+		{"GET", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.GetLineItem)},
+		{"PUT", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.UpdateLineItem)},
+		{"DELETE", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.DeleteLineItem)},
+		{"POST", paths.PlatformServices + "/lineitems/{lineItem}/scores", http.HandlerFunc(d.Platform.PostScore)},
+		{"GET", paths.PlatformServices + "/lineitems/{lineItem}/results", http.HandlerFunc(d.Platform.Results)},
 	}
 	s.routes = append(s.routes, assetProcessorRoutes(tool)...)
 	// The {id} of the platforms API is a platform id: the request log line names it.

@@ -96,6 +96,12 @@ type ToolRegistrationSpec struct {
 	// DevMode allows plain http URLs for this registration (local tools).
 	// +optional
 	DevMode bool `json:"devMode,omitempty"`
+
+	// PlatformDataURL, when set, is the base URL of the integrator's platform data API for
+	// this tool's Names and Roles and Assignment and Grades calls served by ltiop, instead of
+	// the operator's platformDataUrl.
+	// +optional
+	PlatformDataURL EndpointURL `json:"platformDataUrl,omitempty"`
 }
 
 // IsActive reports whether the tool may be launched (true when unset).

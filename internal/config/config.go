@@ -99,6 +99,8 @@ type Config struct {
 	DynamicRegistration DynamicRegistration `json:"dynamicRegistration"`
 	// Notices configures the Platform Notification Service (notices.go).
 	Notices Notices `json:"notices"`
+	// PlatformData configures the integrator's platform data API (platformdata.go).
+	PlatformData PlatformData `json:"platformData"`
 	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard of
 	// every outbound call (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration). Dev
 	// mode implies OutboundAllowLoopback.
@@ -233,6 +235,7 @@ func Default() Config {
 		RateLimits:          DefaultRateLimits(),
 		DynamicRegistration: DefaultDynamicRegistration(),
 		Notices:             DefaultNotices(),
+		PlatformData:        DefaultPlatformData(),
 		LogLevel:            logging.LevelInfo,
 		LogFormat:           logging.FormatJSON,
 	}
@@ -473,6 +476,7 @@ func (c *Config) Validate() error {
 	c.validateDynamicRegistration(add)
 	c.validateAssetProcessor(add)
 	c.validateNotices(add)
+	c.validatePlatformData(add)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}

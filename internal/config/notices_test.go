@@ -13,6 +13,7 @@ import (
 func withNoticeDefaults(c *config.Config) {
 	c.Notices = config.DefaultNotices()
 	c.Notices.WebhookSecret = c.APIKeySecret
+	c.PlatformData = config.DefaultPlatformData() // platformdata_test.go covers its settings
 	if c.RateLimits.Notices == (config.RateLimit{}) {
 		c.RateLimits.Notices = config.DefaultNoticeRateLimit
 	}

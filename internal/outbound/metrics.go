@@ -28,7 +28,9 @@ const (
 // webhook, and the platform's notice-handler endpoint.
 const (
 	TargetWebhook = "webhook"
-	TargetPNS     = "pns"
+	// TargetPlatformData: the integrator's platform data API (platform mode's NRPS and AGS).
+	TargetPlatformData = "platform-data"
+	TargetPNS          = "pns"
 )
 
 // Outcomes: the outcome label.

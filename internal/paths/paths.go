@@ -34,6 +34,9 @@ const (
 	PlatformJWKS = "/lti/platform/jwks"
 	// PlatformDeepLinkingReturn is where tools post deep-linking responses.
 	PlatformDeepLinkingReturn = "/lti/platform/deeplinking"
+	// PlatformServices is the root of the NRPS and AGS services ltiop serves to tools; the
+	// {grant} segment is the sealed grant of one tool, deployment and context.
+	PlatformServices = "/lti/platform/services/{grant}"
 )
 
 // KeySet is the key set of one registration: only its own keys, so an LMS downloads what

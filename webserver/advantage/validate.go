@@ -130,3 +130,16 @@ func parseDateTime(v string) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// ValidateReceivedScore checks a score a tool posted to a platform (platform mode, P-AGS-07):
+// what ValidateScore checks, and the timestamp the tool must send (AGS §3.4.3): an ISO 8601
+// date-time with a time zone.
+func ValidateReceivedScore(s *Score) *FieldError {
+	if s != nil && s.Timestamp == "" {
+		return &FieldError{Field: "timestamp", Message: "is required"}
+	}
+	if fe := ValidateScore(s); fe != nil {
+		return fe
+	}
+	return checkDateTime("timestamp", s.Timestamp)
+}

@@ -88,9 +88,10 @@ type EnvelopeDetails struct {
 	UpstreamBody   string `json:"upstreamBody,omitempty"`
 }
 
-// WriteError writes err in the envelope. 401s also carry WWW-Authenticate.
+// WriteError writes err in the envelope. 401s also carry WWW-Authenticate, unless the
+// handler set a more precise one (RFC 6750 §3: error="invalid_token").
 func WriteError(w http.ResponseWriter, err *Error) {
-	if err.Status == http.StatusUnauthorized {
+	if err.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop"`)
 	}
 	details := EnvelopeDetails{Message: err.Code, Description: err.Description, Reason: err.Reason}

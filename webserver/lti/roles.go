@@ -212,3 +212,27 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// MembershipRoles is NormaliseRoles with the §2.1 short names written as the context
+// roles they stand for (Learner and Student: membership#Learner; Instructor;
+// Administrator: membership#Administrator), as NRPS memberships carry them: a tool matches
+// full URIs. Platform mode answers rosters and reads role filters with it.
+func MembershipRoles(roles []string) []string {
+	out := NormaliseRoles(roles)
+	j := 0
+	for _, r := range out {
+		switch r {
+		case "Learner", "Student":
+			r = RoleLearner
+		case "Instructor":
+			r = RoleInstructor
+		case "Administrator":
+			r = RoleContextAdmin
+		}
+		if !containsString(out[:j], r) {
+			out[j] = r
+			j++
+		}
+	}
+	return out[:j]
+}

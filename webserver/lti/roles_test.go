@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -137,5 +138,13 @@ func codeBlocks(md string) []string {
 		}
 		out = append(out, md[:end])
 		md = md[end+3:]
+	}
+}
+
+func TestMembershipRoles(t *testing.T) {
+	got := MembershipRoles([]string{"Learner", "Student", "Instructor", "urn:lti:role:ims/lis/Mentor", "Teacher", RoleSystemAdministrator, "Administrator"})
+	want := []string{RoleLearner, RoleInstructor, roleMembershipBase + "Mentor", RoleSystemAdministrator, RoleContextAdmin}
+	if !slices.Equal(got, want) {
+		t.Fatalf("MembershipRoles = %v, want %v", got, want)
 	}
 }

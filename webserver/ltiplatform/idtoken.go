@@ -1,9 +1,11 @@
 package ltiplatform
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/mail"
+	"net/url"
 	"slices"
 	"time"
 
@@ -80,16 +82,77 @@ type Services struct {
 	AssignmentAndGrades *AssignmentAndGrades `json:"assignmentAndGrades,omitempty"`
 }
 
-// NamesAndRoles is the NRPS endpoint of the context.
+// NamesAndRoles is the NRPS endpoint of the context: the integrator's own
+// (contextMembershipsUrl), or, given as the JSON value true, ltiop's (Served).
 type NamesAndRoles struct {
 	ContextMembershipsURL string `json:"contextMembershipsUrl"`
+	// Served says ltiop serves the context's memberships from the platform data API.
+	Served bool `json:"-"`
+	off    bool // given as false: no claim
 }
 
-// AssignmentAndGrades is the AGS endpoint claim.
+// UnmarshalJSON reads true (ltiop serves it) or {"contextMembershipsUrl": ...}.
+func (n *NamesAndRoles) UnmarshalJSON(b []byte) error {
+	if served, ok := jsonTrue(b); ok {
+		*n = NamesAndRoles{Served: served, off: !served}
+		return nil
+	}
+	type plain NamesAndRoles
+	return strictDecode(b, (*plain)(n))
+}
+
+// MarshalJSON writes true for a served claim.
+func (n NamesAndRoles) MarshalJSON() ([]byte, error) {
+	if n.Served {
+		return []byte("true"), nil
+	}
+	type plain NamesAndRoles
+	return json.Marshal(plain(n))
+}
+
+// AssignmentAndGrades is the AGS endpoint claim: the integrator's own URLs, or, without
+// URLs (or given as the JSON value true), ltiop's, with lineItemId the integrator's id of
+// the link's line item.
 type AssignmentAndGrades struct {
 	LineItemsURL string   `json:"lineItemsUrl,omitempty"`
 	LineItemURL  string   `json:"lineItemUrl,omitempty"`
+	LineItemID   string   `json:"lineItemId,omitempty"`
 	Scopes       []string `json:"scopes,omitempty"`
+	// Served says ltiop serves the line items from the platform data API.
+	Served bool `json:"-"`
+	off    bool // given as false: no claim
+}
+
+// UnmarshalJSON reads true or an object; an object without URLs is served by ltiop.
+func (a *AssignmentAndGrades) UnmarshalJSON(b []byte) error {
+	if served, ok := jsonTrue(b); ok {
+		*a = AssignmentAndGrades{Served: served, off: !served}
+		return nil
+	}
+	type plain AssignmentAndGrades
+	if err := strictDecode(b, (*plain)(a)); err != nil {
+		return err
+	}
+	a.Served = a.LineItemsURL == "" && a.LineItemURL == ""
+	return nil
+}
+
+// jsonTrue reports whether b is a JSON boolean, and which.
+func jsonTrue(b []byte) (value, isBool bool) {
+	switch string(bytes.TrimSpace(b)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// strictDecode decodes an object refusing unknown members, as the API does.
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // DeepLinking is the deep_linking_settings of a deep-linking launch (the return URL is
@@ -121,6 +184,11 @@ type MintParams struct {
 	// ToolCustom are the tool's own custom parameters (ToolRegistration spec.custom),
 	// merged under the launch's.
 	ToolCustom map[string]string
+	// ServiceRoot seals the service grant of the launch into contextID and returns the root
+	// URL of ltiop's NRPS and AGS services for it; nil when ltiop serves no platform data
+	// (no platformDataUrl), and then served claims are refused.
+	ServiceRoot func(contextID string) (string, error)
+	root        string // the sealed root, once made
 }
 
 // Scopes of the service claims (NRPS, AGS).
@@ -409,14 +477,39 @@ func (p *MintParams) services(c *idTokenClaims, s *Services) *apierr.Error {
 		return nil
 	}
 	if n := s.NamesAndRoles; n != nil {
-		if !p.okURL(n.ContextMembershipsURL) {
+		if n.Served {
+			root, e := p.serviceRoot(c, "services.namesAndRoles")
+			if e != nil {
+				return e
+			}
+			n = &NamesAndRoles{ContextMembershipsURL: root + "/memberships"}
+		} else if n.off {
+			n = nil
+		} else if !p.okURL(n.ContextMembershipsURL) {
 			return fieldError("services.namesAndRoles.contextMembershipsUrl", "must be an absolute https URL")
 		}
-		if slices.Contains(p.AllowedScopes, scopeNRPS) {
+		if n != nil && slices.Contains(p.AllowedScopes, scopeNRPS) {
 			c.NRPS = &nrpsClaim{ContextMembershipsURL: n.ContextMembershipsURL, ServiceVersions: []string{"2.0"}}
 		}
 	}
-	if a := s.AssignmentAndGrades; a != nil {
+	if a := s.AssignmentAndGrades; a != nil && !a.off {
+		if a.Served {
+			root, e := p.serviceRoot(c, "services.assignmentAndGrades")
+			if e != nil {
+				return e
+			}
+			if !validText(a.LineItemID, MaxIdentifier) {
+				return fieldError("services.assignmentAndGrades.lineItemId", "must be at most %d characters of text", MaxIdentifier)
+			}
+			served := *a
+			served.LineItemsURL = root + "/lineitems"
+			if a.LineItemID != "" {
+				served.LineItemURL = served.LineItemsURL + "/" + url.PathEscape(a.LineItemID)
+			}
+			a = &served
+		} else if a.LineItemID != "" {
+			return fieldError("services.assignmentAndGrades.lineItemId", "is for line items ltiop serves: give it without lineItemsUrl and lineItemUrl")
+		}
 		if a.LineItemsURL == "" && a.LineItemURL == "" {
 			return fieldError("services.assignmentAndGrades.lineItemsUrl", "lineItemsUrl or lineItemUrl is required")
 		}
@@ -444,6 +537,25 @@ func (p *MintParams) services(c *idTokenClaims, s *Services) *apierr.Error {
 		}
 	}
 	return nil
+}
+
+// serviceRoot returns the root URL of ltiop's services for the launch's context (one
+// grant per launch, sealed once however many claims use it).
+func (p *MintParams) serviceRoot(c *idTokenClaims, field string) (string, *apierr.Error) {
+	if p.ServiceRoot == nil {
+		return "", fieldError(field, "ltiop serves it only with a platform data API (platformDataUrl, or the tool's spec.platformDataUrl)")
+	}
+	if c.Context == nil {
+		return "", fieldError("context.id", "is required when ltiop serves %s: the services are bound to the context", field)
+	}
+	if p.root == "" {
+		root, err := p.ServiceRoot(c.Context.ID)
+		if err != nil {
+			return "", &apierr.Error{Status: 503, Code: "NOT_READY", Description: "The sealing keys are not loaded yet."}
+		}
+		p.root = root
+	}
+	return p.root, nil
 }
 
 // okURL reports whether s is an absolute https URL (or http when allowed).

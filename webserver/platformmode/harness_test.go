@@ -21,15 +21,18 @@ import (
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/internal/replay"
+	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/test/utils/testoutbound"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/platformdata"
 	"github.com/ltiop/ltiop/webserver/platformmode"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 	"github.com/ltiop/ltiop/webserver/signing"
+	"github.com/ltiop/ltiop/webserver/webhook"
 )
 
 // clock is the platform's injectable clock: real time plus an offset the test moves.
@@ -65,7 +68,14 @@ type harness struct {
 	signer     *signing.Keyring
 	signingKey keyring.SigningKey // the platform key signer holds (tests sign with it directly)
 	client     *http.Client       // never follows redirects: every hop is checked
+	// data is the integrator's platform data API (at dataSrv.URL+"/data"), signed with dataKey.
+	data    *datasim.API
+	dataSrv *httptest.Server
+	dataKey []byte
 }
+
+// dataTimeout bounds one data API call in the tests (the integrator-down cases wait it out).
+const dataTimeout = 2 * time.Second
 
 const (
 	testClientID   = "tool-client-1"
@@ -121,23 +131,39 @@ func newHarnessWithStore(t *testing.T, mutate func(*ltiv1.ToolRegistration), rep
 	h.toolSrv = httptest.NewServer(h.tool.Handler())
 	t.Cleanup(h.toolSrv.Close)
 
+	h.dataKey = bytes.Repeat([]byte{7}, 32)
+	h.data = datasim.New(h.dataKey)
+	h.dataSrv = httptest.NewServer(h.data.Handler())
+	t.Cleanup(h.dataSrv.Close)
+	dataPolicy := testoutbound.Dev()
+	dataPolicy.Timeout = dataTimeout
+
 	h.platform = platformmode.New(platformmode.Options{
 		PublicURL: h.ltiop.URL, Issuer: h.ltiop.URL,
 		LaunchURL: h.integrator.URL + "/launch", DeepLinkingURL: h.integrator.URL + "/deep-link",
 		DeepLinkingReturnURL: h.integrator.URL + "/content-items",
-		DevMode:              true, ClockSkew: 30 * time.Second, Now: h.clock.Now,
+		DevMode:              true, ClockSkew: 30 * time.Second, Now: h.clock.Now, DataURL: h.dataSrv.URL + "/data",
 	}, h.tools, registry.NewPeerKeys(outbound.NewClient(testoutbound.Dev())), h.signer, sealer, replays) // the tool is on loopback
+	h.platform.SetData(&platformdata.Client{Sender: &webhook.Sender{Client: webhook.NewClient(dataPolicy), Key: func() []byte { return h.dataKey }}})
 	p := h.platform
 	for pattern, f := range map[string]http.HandlerFunc{
-		"GET " + paths.PlatformJWKS:               p.JWKS,
-		"GET " + paths.PlatformAuthorize:          p.Authorize,
-		"POST " + paths.PlatformAuthorize:         p.Authorize,
-		"POST " + paths.PlatformToken:             p.Token,
-		"POST " + paths.PlatformDeepLinkingReturn: p.DeepLinkingReturn,
-		"POST /api/launches":                      p.CreateLaunch,
-		"POST /api/launches/idtoken":              p.AnswerLaunch,
-		"POST /api/launches/content-items":        p.ContentItems,
-		"POST /api/tokens/introspect":             p.Introspect,
+		"GET " + paths.PlatformJWKS:                                       p.JWKS,
+		"GET " + paths.PlatformAuthorize:                                  p.Authorize,
+		"POST " + paths.PlatformAuthorize:                                 p.Authorize,
+		"POST " + paths.PlatformToken:                                     p.Token,
+		"POST " + paths.PlatformDeepLinkingReturn:                         p.DeepLinkingReturn,
+		"POST /api/launches":                                              p.CreateLaunch,
+		"POST /api/launches/idtoken":                                      p.AnswerLaunch,
+		"POST /api/launches/content-items":                                p.ContentItems,
+		"POST /api/tokens/introspect":                                     p.Introspect,
+		"GET " + paths.PlatformServices + "/memberships":                  p.Memberships,
+		"GET " + paths.PlatformServices + "/lineitems":                    p.LineItems,
+		"POST " + paths.PlatformServices + "/lineitems":                   p.CreateLineItem,
+		"GET " + paths.PlatformServices + "/lineitems/{lineItem}":         p.GetLineItem,
+		"PUT " + paths.PlatformServices + "/lineitems/{lineItem}":         p.UpdateLineItem,
+		"DELETE " + paths.PlatformServices + "/lineitems/{lineItem}":      p.DeleteLineItem,
+		"POST " + paths.PlatformServices + "/lineitems/{lineItem}/scores": p.PostScore,
+		"GET " + paths.PlatformServices + "/lineitems/{lineItem}/results": p.Results,
 	} {
 		mux.Handle(pattern, httpapi.LimitBody(1<<20)(f))
 	}

@@ -212,6 +212,9 @@ func (p *Platform) answer(ctx context.Context, d *ltiplatform.LaunchData) (*IDTo
 		Issuer: p.opts.Issuer, Now: now, Lifetime: IDTokenTTL, Launch: *l, AllowedScopes: t.Scopes(),
 		AllowHTTP: p.opts.DevMode || t.Spec.DevMode, ToolCustom: t.Spec.Custom,
 	}
+	if p.servesData(t) {
+		mp.ServiceRoot = func(contextID string) (string, error) { return p.serviceRoot(t, contextID) }
+	}
 	if l.MessageType == ltiplatform.MessageDeepLinking && d.DeepLinking != nil {
 		ret := deepLinkReturn{
 			ToolID: t.ID, ClientID: t.ClientID, DeploymentID: t.DeploymentID, User: l.User,

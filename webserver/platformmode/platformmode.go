@@ -26,6 +26,7 @@ import (
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/lti"
+	"github.com/ltiop/ltiop/webserver/platformdata"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
@@ -79,6 +80,11 @@ type Options struct {
 	ClockSkew                                       time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// DataURL is the base URL of the integrator's platform data API (a ToolRegistration's
+	// spec.platformDataUrl overrides it); empty: ltiop serves no NRPS or AGS data.
+	DataURL string
+	// ServiceGrantTTL is how long service URLs open (DefaultServiceGrantTTL when 0).
+	ServiceGrantTTL time.Duration
 }
 
 // Platform serves the platform-mode endpoints.
@@ -89,6 +95,8 @@ type Platform struct {
 	signer  Signer
 	sealer  *sessions.Keyring
 	replays replay.Store
+	// data calls the integrator's platform data API (SetData).
+	data *platformdata.Client
 	// tokenAudiences are the aud values a client assertion may carry (P-TOK-05).
 	tokenAudiences []string
 }
@@ -102,6 +110,13 @@ func New(opts Options, tools *registry.Tools, keys *registry.PeerKeys, signer Si
 		opts: opts, tools: tools, keys: keys, signer: signer, sealer: sealer, replays: replays,
 		tokenAudiences: []string{opts.PublicURL + paths.PlatformToken, opts.Issuer},
 	}
+}
+
+// SetData sets the client of the integrator's platform data API; without one the NRPS
+// and AGS endpoints answer 503 PLATFORM_DATA_NOT_CONFIGURED.
+func (p *Platform) SetData(c *platformdata.Client) *Platform {
+	p.data = c
+	return p
 }
 
 func (p *Platform) now() time.Time {

@@ -34,6 +34,9 @@ const (
 	// PurposeNoticeKey: the short-lived credential a notice webhook hands the integrator, so
 	// that it can call the services the notice names without a launch (docs/notices.md).
 	PurposeNoticeKey = "noticekey"
+	// PurposeServiceGrant: the grant in the URL of a platform-mode NRPS or AGS service
+	// (the tool, its deployment and the context it was launched into).
+	PurposeServiceGrant = "service-grant"
 )
 
 // Errors of Open. They say no more than this on purpose: a caller (and so a client) learns

@@ -109,18 +109,41 @@ func (e *StatusError) Error() string {
 // Deliver posts body (JSON) to url as message id, signed, and returns nil only when the
 // integrator answered 2xx. Redirects are not followed: a webhook answers where it is.
 func (s *Sender) Deliver(ctx context.Context, url, id string, body []byte) error {
+	status, _, err := s.send(ctx, outbound.TargetWebhook, url, id, body, 0)
+	if err != nil {
+		return err
+	}
+	if status < 200 || status > 299 {
+		return &StatusError{Status: status}
+	}
+	return nil
+}
+
+// Call posts body (JSON) to url as message id, signed as Deliver signs, and returns the
+// integrator's status and its answer, of which at most limit bytes are read (a longer
+// answer is ErrAnswerTooLarge). target labels the outbound metrics. Redirects are not
+// followed.
+func (s *Sender) Call(ctx context.Context, target, url, id string, body []byte, limit int64) (int, []byte, error) {
+	return s.send(ctx, target, url, id, body, limit)
+}
+
+// ErrAnswerTooLarge means the integrator's answer was longer than the caller reads.
+var ErrAnswerTooLarge = errors.New("webhook: the answer is too large")
+
+// send signs and posts body; with limit 0 the answer is read up to maxAnswer and dropped.
+func (s *Sender) send(ctx context.Context, target, url, id string, body []byte, limit int64) (int, []byte, error) {
 	key := s.Key()
 	if len(key) == 0 {
-		return ErrNoSecret
+		return 0, nil, ErrNoSecret
 	}
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	ts := now().Unix()
-	req, err := http.NewRequestWithContext(outbound.WithTarget(ctx, outbound.TargetWebhook), http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(outbound.WithTarget(ctx, target), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		return 0, nil, fmt.Errorf("webhook: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderID, id)
@@ -128,14 +151,21 @@ func (s *Sender) Deliver(ctx context.Context, url, id string, body []byte) error
 	req.Header.Set(HeaderSignature, Sign(key, id, ts, body))
 	res, err := s.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook: %w", outbound.Redact(err))
+		return 0, nil, fmt.Errorf("webhook: %w", outbound.Redact(err))
 	}
-	_, _ = io.CopyN(io.Discard, res.Body, maxAnswer)
-	_ = res.Body.Close()
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return &StatusError{Status: res.StatusCode}
+	defer res.Body.Close()
+	if limit <= 0 {
+		_, _ = io.CopyN(io.Discard, res.Body, maxAnswer)
+		return res.StatusCode, nil, nil
 	}
-	return nil
+	answer, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		return res.StatusCode, nil, fmt.Errorf("webhook: reading the answer: %w", outbound.Redact(err))
+	}
+	if int64(len(answer)) > limit {
+		return res.StatusCode, nil, ErrAnswerTooLarge
+	}
+	return res.StatusCode, answer, nil
 }
 
 // DefaultTimeout bounds one delivery when the policy names no timeout.

@@ -1,0 +1,274 @@
+// Package datasim is an integrator's platform data API in memory: what ltiop calls in
+// platform mode to serve Names and Roles and Assignment and Grades to tools
+// (docs/platform-mode.md, "The platform data API"). It checks every call's Standard
+// Webhooks signature and that the body's operation is the one of its path, keeps members,
+// line items and scores per context, and can be told to fail.
+//
+// Line items and scores are scoped by context as an integrator must scope them: a line
+// item of another context is 404.
+package datasim
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ltiop/ltiop/webserver/advantage"
+	"github.com/ltiop/ltiop/webserver/lti"
+	"github.com/ltiop/ltiop/webserver/platformdata"
+	"github.com/ltiop/ltiop/webserver/webhook"
+)
+
+// API is the simulated data API. Its zero value is not usable: call New.
+type API struct {
+	key []byte
+
+	mu       sync.Mutex
+	contexts map[string]*course
+	nextID   int
+	calls    []platformdata.Request
+	failWith int           // answer every call with this status (0: serve)
+	delay    time.Duration // wait before answering
+
+	// Served counts the calls answered 2xx.
+	Served atomic.Int64
+}
+
+type course struct {
+	title     string
+	members   []advantage.Member
+	lineItems []advantage.LineItem
+	scores    map[string][]advantage.Score // by line item id
+}
+
+// New returns a data API that accepts calls signed with key (the decoded webhook secret).
+func New(key []byte) *API {
+	return &API{key: key, contexts: map[string]*course{}}
+}
+
+func (a *API) course(id string) *course {
+	c := a.contexts[id]
+	if c == nil {
+		c = &course{scores: map[string][]advantage.Score{}}
+		a.contexts[id] = c
+	}
+	return c
+}
+
+// AddMembers adds members to a context.
+func (a *API) AddMembers(contextID, title string, members ...advantage.Member) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.course(contextID)
+	c.title = title
+	c.members = append(c.members, members...)
+}
+
+// AddLineItem adds a line item to a context and returns its id.
+func (a *API) AddLineItem(contextID string, li advantage.LineItem) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.nextID++
+	li.ID = "li-" + strconv.Itoa(a.nextID)
+	c := a.course(contextID)
+	c.lineItems = append(c.lineItems, li)
+	return li.ID
+}
+
+// Scores returns the scores received for a line item of a context.
+func (a *API) Scores(contextID, lineItemID string) []advantage.Score {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.course(contextID).scores[lineItemID])
+}
+
+// Calls returns the calls received (signature checked), oldest first.
+func (a *API) Calls() []platformdata.Request {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.calls)
+}
+
+// Fail makes every call answer status (0: serve again).
+func (a *API) Fail(status int) {
+	a.mu.Lock()
+	a.failWith = status
+	a.mu.Unlock()
+}
+
+// Delay makes every call wait d before answering.
+func (a *API) Delay(d time.Duration) {
+	a.mu.Lock()
+	a.delay = d
+	a.mu.Unlock()
+}
+
+// Handler serves the data API under its base URL.
+func (a *API) Handler() http.Handler { return http.HandlerFunc(a.serve) }
+
+func refuse(w http.ResponseWriter, status int, desc string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"status": status, "error": http.StatusText(status),
+		"details": map[string]string{"message": "REFUSED", "description": desc}})
+	_, _ = w.Write(b)
+}
+
+func (a *API) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil || r.Method != http.MethodPost {
+		refuse(w, http.StatusBadRequest, "POST a JSON body")
+		return
+	}
+	if err := webhook.Verify(a.key, r.Header, body, time.Now(), 5*time.Minute); err != nil {
+		refuse(w, http.StatusUnauthorized, "bad signature")
+		return
+	}
+	var req platformdata.Request
+	if err := json.Unmarshal(body, &req); err != nil || !strings.HasSuffix(r.URL.Path, platformdata.Path(req.Operation)) || platformdata.Path(req.Operation) == "" {
+		refuse(w, http.StatusBadRequest, "the operation is not the one of the path")
+		return
+	}
+	a.mu.Lock()
+	a.calls = append(a.calls, req)
+	fail, delay := a.failWith, a.delay
+	a.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if fail != 0 {
+		refuse(w, fail, "told to fail")
+		return
+	}
+	status, out := a.answer(&req)
+	if status >= 300 {
+		refuse(w, status, out.(string))
+		return
+	}
+	a.Served.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if out != nil {
+		_ = json.NewEncoder(w).Encode(out)
+	}
+}
+
+// page cuts list at cursor (an index) and limit.
+func page[T any](list []T, cursor string, limit int) ([]T, string) {
+	start, _ := strconv.Atoi(cursor)
+	start = min(max(start, 0), len(list))
+	end := len(list)
+	if limit > 0 && start+limit < end {
+		end = start + limit
+	}
+	next := ""
+	if end < len(list) {
+		next = strconv.Itoa(end)
+	}
+	return list[start:end], next
+}
+
+func (a *API) answer(req *platformdata.Request) (int, any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.contexts[req.ContextID]
+	if !ok {
+		return http.StatusNotFound, "no such context"
+	}
+	find := func() int {
+		for i := range c.lineItems {
+			if c.lineItems[i].ID == req.LineItemID {
+				return i
+			}
+		}
+		return -1
+	}
+	switch req.Operation {
+	case platformdata.OpMemberships:
+		var list []advantage.Member
+		for _, m := range c.members {
+			if req.Role == "" || slices.Contains(lti.MembershipRoles(m.Roles), req.Role) {
+				list = append(list, m)
+			}
+		}
+		members, next := page(list, req.Cursor, req.Limit)
+		return http.StatusOK, platformdata.MembersPage{Context: &platformdata.Context{ID: req.ContextID, Title: c.title}, Members: members, Next: next}
+	case platformdata.OpLineItems:
+		var list []advantage.LineItem
+		for _, li := range c.lineItems {
+			if (req.ResourceLinkID == "" || li.ResourceLinkID == req.ResourceLinkID) && (req.ResourceID == "" || li.ResourceID == req.ResourceID) &&
+				(req.Tag == "" || li.Tag == req.Tag) {
+				list = append(list, li)
+			}
+		}
+		items, next := page(list, req.Cursor, req.Limit)
+		return http.StatusOK, platformdata.LineItemsPage{LineItems: items, Next: next}
+	case platformdata.OpCreateLineItem:
+		a.nextID++
+		li := *req.LineItem
+		li.ID = "li-" + strconv.Itoa(a.nextID)
+		c.lineItems = append(c.lineItems, li)
+		return http.StatusCreated, li
+	case platformdata.OpGetLineItem, platformdata.OpUpdateLineItem, platformdata.OpDeleteLineItem:
+		i := find()
+		if i < 0 {
+			return http.StatusNotFound, "no such line item in this context"
+		}
+		switch req.Operation {
+		case platformdata.OpUpdateLineItem:
+			li := *req.LineItem
+			li.ID = req.LineItemID
+			c.lineItems[i] = li
+		case platformdata.OpDeleteLineItem:
+			c.lineItems = slices.Delete(c.lineItems, i, i+1)
+			return http.StatusNoContent, nil
+		}
+		return http.StatusOK, c.lineItems[i]
+	case platformdata.OpScore:
+		if find() < 0 {
+			return http.StatusNotFound, "no such line item in this context"
+		}
+		prev := c.scores[req.LineItemID]
+		for _, s := range prev { // AGS §3.4: an older timestamp does not replace a newer one
+			if s.UserID == req.Score.UserID && s.Timestamp >= req.Score.Timestamp {
+				return http.StatusConflict, "a newer score is on record"
+			}
+		}
+		c.scores[req.LineItemID] = append(prev, *req.Score)
+		return http.StatusNoContent, nil
+	case platformdata.OpResults:
+		if find() < 0 {
+			return http.StatusNotFound, "no such line item in this context"
+		}
+		latest := map[string]advantage.Score{}
+		var order []string
+		for _, s := range c.scores[req.LineItemID] {
+			if _, seen := latest[s.UserID]; !seen {
+				order = append(order, s.UserID)
+			}
+			latest[s.UserID] = s
+		}
+		var results []platformdata.Result
+		for _, u := range order {
+			s := latest[u]
+			if req.UserID != "" && u != req.UserID {
+				continue
+			}
+			results = append(results, platformdata.Result{UserID: u, ResultScore: s.ScoreGiven, ResultMaximum: s.ScoreMaximum,
+				Comment: s.Comment, Timestamp: s.Timestamp})
+		}
+		list, next := page(results, req.Cursor, req.Limit)
+		return http.StatusOK, platformdata.ResultsPage{Results: list, Next: next}
+	}
+	return http.StatusBadRequest, "unknown operation"
+}
