@@ -69,7 +69,7 @@ func jsonString(s string) string {
 }
 
 // serviceURLs reads the NRPS and AGS claims of a launch.
-func serviceURLs(t *testing.T, l toolsim.Launch) (memberships, lineItems, lineItem string, agsScopes []string) {
+func serviceURLs(t testing.TB, l toolsim.Launch) (memberships, lineItems, lineItem string, agsScopes []string) {
 	t.Helper()
 	n, _ := l.Claims[claimNRPS].(map[string]any)
 	a, _ := l.Claims[claimAGS].(map[string]any)

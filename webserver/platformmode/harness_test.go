@@ -56,7 +56,7 @@ func (c *clock) Advance(d time.Duration) {
 // harness runs platform mode over real loopback HTTP with a real tool (simulators/toolsim):
 // ltiop's platform endpoints, the integrator's launch and return pages, and the tool.
 type harness struct {
-	t          *testing.T
+	t          testing.TB
 	clock      *clock
 	platform   *platformmode.Platform
 	ltiop      *httptest.Server
@@ -82,13 +82,13 @@ const (
 	testDeployment = "deploy-1"
 )
 
-func newHarness(t *testing.T, mutate func(*ltiv1.ToolRegistration)) *harness {
+func newHarness(t testing.TB, mutate func(*ltiv1.ToolRegistration)) *harness {
 	t.Helper()
 	return newHarnessWithStore(t, mutate, replay.NewMemory(10000))
 }
 
 // newHarnessWithStore is newHarness with the replay store given.
-func newHarnessWithStore(t *testing.T, mutate func(*ltiv1.ToolRegistration), replays replay.Store) *harness {
+func newHarnessWithStore(t testing.TB, mutate func(*ltiv1.ToolRegistration), replays replay.Store) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{}, tools: registry.NewTools(),
 		client: &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
