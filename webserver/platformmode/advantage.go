@@ -16,7 +16,7 @@ import (
 )
 
 // The NRPS 2.0 and AGS 2.0 endpoints ltiop serves to tools in platform mode
-// (docs/platform-conformance.md, P-NRPS and P-AGS). They keep no state: the grant in the
+// (docs/platform-services.md, rules P-NRPS and P-AGS). They keep no state: the grant in the
 // URL says which tool, deployment and context a call is about, and the data comes from
 // the integrator's platform data API.
 
