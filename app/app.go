@@ -292,6 +292,10 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
 		Cursors: keyring, PublicURL: cfg.PublicURL,
 	}
+	toolsAPI := &admin.Tools{
+		Registry: tools, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
+		Cursors: keyring, PublicURL: cfg.PublicURL,
+	}
 
 	srv := webserver.New(webserver.Options{
 		Listen:          cfg.Listen,
@@ -301,7 +305,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		RateLimits:      rateLimits(cfg),
 	}, webserver.Handlers{
 		APIKey: apiKey, Keys: toolmode.Keys(reg), KeySet: toolmode.KeySet(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
-		Platform: platform, Platforms: platforms,
+		Platform: platform, Platforms: platforms, Tools: toolsAPI,
 	},
 		webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."},
 		webserver.ReadinessCheck{Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},

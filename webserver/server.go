@@ -103,6 +103,8 @@ type Handlers struct {
 	Platform *platformmode.Platform
 	// Platforms serves the registrations API (/api/platforms, alias /admin/platforms).
 	Platforms *admin.Platforms
+	// Tools serves the tool registrations API of platform mode (/api/tools).
+	Tools *admin.Tools
 }
 
 // New builds the server; /readyz answers ready once every check in ready is.
@@ -189,6 +191,17 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 			Route{"DELETE", prefix + "/{id}", platform(platforms.Delete)},
 			Route{"POST", prefix + "/{id}/activate", platform(platforms.Activate)},
 			Route{"POST", prefix + "/{id}/deactivate", platform(platforms.Deactivate)},
+		)
+	}
+	if t := d.Tools; t != nil {
+		s.routes = append(s.routes,
+			Route{"GET", "/api/tools", bearer(t.List)},
+			Route{"POST", "/api/tools", bearer(t.Create)},
+			Route{"GET", "/api/tools/{id}", bearer(t.Get)},
+			Route{"PUT", "/api/tools/{id}", bearer(t.Update)},
+			Route{"DELETE", "/api/tools/{id}", bearer(t.Delete)},
+			Route{"POST", "/api/tools/{id}/activate", bearer(t.Activate)},
+			Route{"POST", "/api/tools/{id}/deactivate", bearer(t.Deactivate)},
 		)
 	}
 	mux := http.NewServeMux()

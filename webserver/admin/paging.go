@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,28 +29,43 @@ const (
 
 // listQuery is what a list request asks for.
 type listQuery struct {
-	ID, URL, ClientID string // filters, exact match, "" for any
-	Limit             int    // page size; 0: the whole list, unpaged
-	After             string // the page starts after this ID
+	Filters map[string]string // exact-match filters by query parameter; "" for any
+	Limit   int               // page size; 0: the whole list, unpaged
+	After   string            // the page starts after this ID
+}
+
+// matches reports whether v passes the filter name (an empty filter passes everything).
+func (lq *listQuery) matches(name, v string) bool {
+	f := lq.Filters[name]
+	return f == "" || f == v
 }
 
 // cursor is the sealed payload: where the next page starts and what list it belongs to.
 type cursor struct {
-	After    string `json:"a"`
-	Limit    int    `json:"l"`
-	ID       string `json:"i,omitempty"`
-	URL      string `json:"u,omitempty"`
-	ClientID string `json:"c,omitempty"`
+	After   string            `json:"a"`
+	Limit   int               `json:"l"`
+	Filters map[string]string `json:"f,omitempty"`
 }
 
 func badParameter(description string) *httpapi.Error {
 	return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, description)
 }
 
-// parseListQuery reads the filters, limit and cursor. A cursor must come from a list
-// with the same filters; its limit applies unless limit is given again.
-func (h *Platforms) parseListQuery(q url.Values) (listQuery, *httpapi.Error) {
-	lq := listQuery{ID: q.Get("id"), URL: q.Get("url"), ClientID: q.Get("clientId")}
+// pager reads and writes the limit and cursor of a list (/api/platforms, /api/tools).
+type pager struct {
+	cursors   *sessions.Keyring
+	publicURL string
+}
+
+// parse reads the filters, limit and cursor. A cursor must come from a list with the same
+// filters; its limit applies unless limit is given again.
+func (pg pager) parse(q url.Values, filters ...string) (listQuery, *httpapi.Error) {
+	lq := listQuery{Filters: map[string]string{}}
+	for _, name := range filters {
+		if v := q.Get(name); v != "" {
+			lq.Filters[name] = v
+		}
+	}
 	for _, name := range []string{"limit", "cursor"} {
 		if len(q[name]) > 1 {
 			return lq, badParameter(name + ": given more than once.")
@@ -66,18 +82,18 @@ func (h *Platforms) parseListQuery(q url.Values) (listQuery, *httpapi.Error) {
 	if !ok {
 		return lq, nil
 	}
-	if h.Cursors == nil {
+	if pg.cursors == nil {
 		return lq, badParameter("cursor: this server issues no cursors.")
 	}
-	payload, _, err := h.Cursors.Open(sessions.PurposeListCursor, v[0], time.Now())
+	payload, _, err := pg.cursors.Open(sessions.PurposeListCursor, v[0], time.Now())
 	var c cursor
 	switch {
 	case errors.Is(err, sessions.ErrExpired):
 		return lq, badParameter("cursor: expired; list again without it.")
 	case err != nil, json.Unmarshal(payload, &c) != nil, c.After == "", c.Limit < 1 || c.Limit > MaxPageLimit:
 		return lq, badParameter("cursor: not a cursor of this list; pass next back as it came, or list again without it.")
-	case c.ID != lq.ID || c.URL != lq.URL || c.ClientID != lq.ClientID:
-		return lq, badParameter("cursor: issued for other filters; keep id, url and clientId as they were.")
+	case !maps.Equal(c.Filters, lq.Filters) && len(c.Filters)+len(lq.Filters) > 0:
+		return lq, badParameter("cursor: issued for other filters; keep " + strings.Join(filters, ", ") + " as they were.")
 	}
 	lq.After = c.After
 	if lq.Limit == 0 {
@@ -86,24 +102,36 @@ func (h *Platforms) parseListQuery(q url.Values) (listQuery, *httpapi.Error) {
 	return lq, nil
 }
 
-// nextURL is the address of the page after the one that ended with the ID last.
-func (h *Platforms) nextURL(r *http.Request, lq listQuery, last string) (string, *httpapi.Error) {
-	payload, err := json.Marshal(cursor{After: last, Limit: lq.Limit, ID: lq.ID, URL: lq.URL, ClientID: lq.ClientID})
+// next is the address of the page after the one that ended with the ID last.
+func (pg pager) next(r *http.Request, lq listQuery, last string) (string, *httpapi.Error) {
+	c := cursor{After: last, Limit: lq.Limit}
+	if len(lq.Filters) > 0 {
+		c.Filters = lq.Filters
+	}
+	payload, err := json.Marshal(c)
 	if err != nil {
 		return "", httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The next page could not be described.")
 	}
-	if h.Cursors == nil {
+	if pg.cursors == nil {
 		return "", sessions.ErrSealingNotReady
 	}
-	sealed, err := h.Cursors.Seal(sessions.PurposeListCursor, payload, cursorLifetime)
+	sealed, err := pg.cursors.Seal(sessions.PurposeListCursor, payload, cursorLifetime)
 	if err != nil {
 		return "", sessions.ErrSealingNotReady
 	}
 	q := url.Values{"limit": {strconv.Itoa(lq.Limit)}, "cursor": {sealed}}
-	for name, v := range map[string]string{"id": lq.ID, "url": lq.URL, "clientId": lq.ClientID} {
-		if v != "" {
-			q.Set(name, v)
-		}
+	for name, v := range lq.Filters {
+		q.Set(name, v)
 	}
-	return strings.TrimRight(h.PublicURL, "/") + r.URL.Path + "?" + q.Encode(), nil
+	return strings.TrimRight(pg.publicURL, "/") + r.URL.Path + "?" + q.Encode(), nil
+}
+
+// parseListQuery reads a platforms list query (filters id, url and clientId).
+func (h *Platforms) parseListQuery(q url.Values) (listQuery, *httpapi.Error) {
+	return pager{h.Cursors, h.PublicURL}.parse(q, "id", "url", "clientId")
+}
+
+// nextURL is the next page's address of a platforms list.
+func (h *Platforms) nextURL(r *http.Request, lq listQuery, last string) (string, *httpapi.Error) {
+	return pager{h.Cursors, h.PublicURL}.next(r, lq, last)
 }

@@ -118,8 +118,7 @@ func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	found, more := h.Registry.Page(lq.After, lq.Limit, func(p *registry.Platform) bool {
-		return (lq.ID == "" || p.ID == lq.ID) && (lq.URL == "" || string(p.Spec.URL) == lq.URL) &&
-			(lq.ClientID == "" || p.Spec.ClientID == lq.ClientID)
+		return lq.matches("id", p.ID) && lq.matches("url", string(p.Spec.URL)) && lq.matches("clientId", p.Spec.ClientID)
 	})
 	next := ""
 	if more {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rsa"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,11 +56,12 @@ type Tools struct {
 	byID     map[string]*Tool
 	byClient map[string]*Tool // the oldest of each client id, as the controller decides
 	synced   toolscache.ResourceEventHandlerRegistration
+	changed  chan struct{} // closed and replaced on every change (WaitFor)
 }
 
 // NewTools returns an empty tool registry.
 func NewTools() *Tools {
-	return &Tools{byID: map[string]*Tool{}, byClient: map[string]*Tool{}}
+	return &Tools{byID: map[string]*Tool{}, byClient: map[string]*Tool{}, changed: make(chan struct{})}
 }
 
 // Attach feeds the registry from the cache's ToolRegistration informer. Call it before the
@@ -127,6 +130,50 @@ func (ts *Tools) Apply(obj any) {
 	if cur := ts.byClient[t.ClientID]; cur == nil || olderTool(t, cur) {
 		ts.byClient[t.ClientID] = t
 	}
+	ts.notify()
+}
+
+// notify wakes the waiters of WaitFor; the caller holds ts.mu.
+func (ts *Tools) notify() {
+	close(ts.changed)
+	ts.changed = make(chan struct{})
+}
+
+// WaitFor waits until cond holds for the tool id (nil when there is none) or ctx ends,
+// and returns the last view and whether cond held: a write through the API answers once
+// the informer shows it.
+func (ts *Tools) WaitFor(ctx context.Context, id string, cond func(*Tool) bool) (*Tool, bool) {
+	for {
+		ts.mu.RLock()
+		t, changed := ts.byID[id], ts.changed
+		ts.mu.RUnlock()
+		if cond(t) {
+			return t, true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return t, false
+		}
+	}
+}
+
+// Page returns, in ID order, up to limit tools (all with limit 0) whose ID sorts after
+// after and that filter keeps (nil keeps all), and whether more remain.
+func (ts *Tools) Page(after string, limit int, filter func(*Tool) bool) (page []*Tool, more bool) {
+	ts.mu.RLock()
+	all := make([]*Tool, 0, len(ts.byID))
+	for _, t := range ts.byID {
+		if t.ID > after && (filter == nil || filter(t)) {
+			all = append(all, t)
+		}
+	}
+	ts.mu.RUnlock()
+	slices.SortFunc(all, func(a, b *Tool) int { return strings.Compare(a.ID, b.ID) })
+	if limit > 0 && len(all) > limit {
+		return all[:limit], true
+	}
+	return all, false
 }
 
 // Forget removes a ToolRegistration (an informer's delete).
@@ -143,6 +190,7 @@ func (ts *Tools) Forget(obj any) {
 	if old := ts.byID[reg.Name]; old != nil && old.UID == reg.UID {
 		ts.unindex(old)
 		delete(ts.byID, reg.Name)
+		ts.notify()
 	}
 }
 
