@@ -101,10 +101,13 @@ func (n *NamesAndRoles) UnmarshalJSON(b []byte) error {
 	return strictDecode(b, (*plain)(n))
 }
 
-// MarshalJSON writes true for a served claim.
+// MarshalJSON writes what UnmarshalJSON reads back: true, false or the object.
 func (n NamesAndRoles) MarshalJSON() ([]byte, error) {
-	if n.Served {
+	switch {
+	case n.Served:
 		return []byte("true"), nil
+	case n.off:
+		return []byte("false"), nil
 	}
 	type plain NamesAndRoles
 	return json.Marshal(plain(n))
@@ -135,6 +138,16 @@ func (a *AssignmentAndGrades) UnmarshalJSON(b []byte) error {
 	}
 	a.Served = a.LineItemsURL == "" && a.LineItemURL == ""
 	return nil
+}
+
+// MarshalJSON writes what UnmarshalJSON reads back: false, or the object (a served claim
+// without URLs reads back as served).
+func (a AssignmentAndGrades) MarshalJSON() ([]byte, error) {
+	if a.off {
+		return []byte("false"), nil
+	}
+	type plain AssignmentAndGrades
+	return json.Marshal(plain(a))
 }
 
 // jsonTrue reports whether b is a JSON boolean, and which.

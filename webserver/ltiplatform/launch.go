@@ -37,6 +37,9 @@ type MessageHint struct {
 	TargetLinkURI string          `json:"target"`
 	ResourceLink  *ResourceLink   `json:"resourceLink,omitempty"`
 	Data          json.RawMessage `json:"data,omitempty"`
+	// Services are the services of the launch given when it was created: the answer's
+	// own services, when it gives some, win.
+	Services *Services `json:"services,omitempty"`
 }
 
 // Payload is the validated authorization request handed to the integrator's launch page

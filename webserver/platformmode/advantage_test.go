@@ -639,3 +639,34 @@ func decodeMiddle(t *testing.T, jwt string) string {
 	}
 	return string(b)
 }
+
+// TestServicesGivenAtCreateLaunch: POST /api/launches takes the services too; the answer
+// without services uses them (ltiop's URLs), and a served claim survives the message hint
+// and the payload.
+func TestServicesGivenAtCreateLaunch(t *testing.T) {
+	h := newHarness(t, nil)
+	seedCourse(h, "course-1", 2)
+	li := h.data.AddLineItem("course-1", advantage.LineItem{Label: "Quiz", ScoreMaximum: 10})
+	payload := h.launchToPayload(platformmode.CreateLaunchRequest{User: "learner-1", ResourceLink: &ltiplatform.ResourceLink{ID: "rl-1"},
+		Services: servedServices(li)})
+	d := launchData(payload)
+	d.Services = nil
+	_, l := h.answerAndPost(d)
+	memberships, lineItems, lineItem, _ := serviceURLs(t, l)
+	if !strings.HasPrefix(memberships, h.ltiop.URL+servicesPathPrefix) || lineItem != lineItems+"/"+li {
+		t.Fatalf("claims: %s %s", memberships, lineItem)
+	}
+	if ans := h.call("GET", memberships, h.token(scopeNRPS), "", "", nil); ans.Status != 200 {
+		t.Fatalf("memberships: %d %s", ans.Status, ans.Body)
+	}
+	// false survives too: no claim.
+	var off ltiplatform.Services
+	_ = json.Unmarshal([]byte(`{"namesAndRoles": false, "assignmentAndGrades": false}`), &off)
+	payload = h.launchToPayload(platformmode.CreateLaunchRequest{User: "learner-1", ResourceLink: &ltiplatform.ResourceLink{ID: "rl-1"}, Services: &off})
+	d = launchData(payload)
+	d.Services = nil
+	_, l = h.answerAndPost(d)
+	if l.Claims[claimNRPS] != nil || l.Claims[claimAGS] != nil {
+		t.Fatalf("false made claims: %v", l.Claims)
+	}
+}

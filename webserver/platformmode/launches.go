@@ -23,6 +23,9 @@ type CreateLaunchRequest struct {
 	DeploymentID  string                    `json:"deploymentId,omitempty"`
 	ResourceLink  *ltiplatform.ResourceLink `json:"resourceLink,omitempty"`
 	Data          json.RawMessage           `json:"data,omitempty"`
+	// Services are the launch's services (as in POST /api/launches/idtoken), carried to the
+	// answer, which may give its own instead.
+	Services *ltiplatform.Services `json:"services,omitempty"`
 }
 
 // LoginParams are the parameters of the tool's login initiation (§1.7, in the order Open
@@ -80,7 +83,7 @@ func (p *Platform) createLaunch(req *CreateLaunchRequest) (*LaunchParameters, *h
 	}
 	h := ltiplatform.MessageHint{
 		ToolID: t.ID, ClientID: t.ClientID, DeploymentID: t.DeploymentID, User: req.User,
-		MessageType: req.MessageType, TargetLinkURI: req.TargetLinkURI, ResourceLink: req.ResourceLink,
+		MessageType: req.MessageType, TargetLinkURI: req.TargetLinkURI, ResourceLink: req.ResourceLink, Services: req.Services,
 	}
 	switch h.MessageType {
 	case "":
@@ -234,6 +237,9 @@ func (p *Platform) answer(ctx context.Context, d *ltiplatform.LaunchData) (*IDTo
 			return nil, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The sealing keys are not loaded yet.")
 		}
 		mp.DeepLinkReturnURL = withQuery(p.opts.PublicURL+paths.PlatformDeepLinkingReturn, "ctx", sealed)
+	}
+	if d.Services == nil {
+		d.Services = l.Services
 	}
 	claims, pe := ltiplatform.IDTokenClaims(mp, d)
 	if pe != nil {
