@@ -28,6 +28,8 @@ const (
 	ClaimDLSettings    = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 	ClaimDLContent     = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
 	ClaimDLData        = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
+	ClaimAGSEndpoint   = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+	ClaimForUser       = "https://purl.imsglobal.org/spec/lti/claim/for_user"
 )
 
 // Message types.
@@ -35,6 +37,8 @@ const (
 	ResourceLinkRequest = "LtiResourceLinkRequest"
 	DeepLinkingRequest  = "LtiDeepLinkingRequest"
 	DeepLinkingResponse = "LtiDeepLinkingResponse"
+	// SubmissionReviewRequest is AGS 2.0's submission review launch.
+	SubmissionReviewRequest = "LtiSubmissionReviewRequest"
 )
 
 const (
@@ -193,7 +197,7 @@ func (t *Tool) validate(ctx context.Context, l *Launch) *launchError {
 	if v, _ := claims[ClaimVersion].(string); v != "1.3.0" {
 		return refuse(http.StatusBadRequest, "version %v is not 1.3.0", claims[ClaimVersion])
 	}
-	if l.MessageType != ResourceLinkRequest && l.MessageType != DeepLinkingRequest {
+	if l.MessageType != ResourceLinkRequest && l.MessageType != DeepLinkingRequest && l.MessageType != SubmissionReviewRequest {
 		return refuse(http.StatusBadRequest, "message_type %v is not handled", claims[ClaimMessageType])
 	}
 	dep, _ := claims[ClaimDeploymentID].(string)
@@ -225,6 +229,15 @@ func (t *Tool) validate(ctx context.Context, l *Launch) *launchError {
 			if v, _ := custom[k].(string); v == "" || strings.HasPrefix(v, "$") {
 				return refuse(http.StatusBadRequest, "custom parameter %q is missing or unresolved (%v)", k, custom[k])
 			}
+		}
+	case SubmissionReviewRequest: // AGS 2.0 submission review: the line item and the learner
+		ags, _ := claims[ClaimAGSEndpoint].(map[string]any)
+		if li, _ := ags["lineitem"].(string); li == "" {
+			return refuse(http.StatusBadRequest, "the AGS endpoint claim with lineitem is missing")
+		}
+		fu, _ := claims[ClaimForUser].(map[string]any)
+		if id, _ := fu["user_id"].(string); id == "" {
+			return refuse(http.StatusBadRequest, "for_user.user_id is missing")
 		}
 	case DeepLinkingRequest:
 		s, ok := claims[ClaimDLSettings].(map[string]any)

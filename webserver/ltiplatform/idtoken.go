@@ -30,6 +30,19 @@ type LaunchData struct {
 	Platform     *PlatformInfo     `json:"platform,omitempty"`
 	Services     *Services         `json:"services,omitempty"`
 	DeepLinking  *DeepLinking      `json:"deepLinking,omitempty"`
+	// ForUser is the learner whose submission a submission review shows (for_user claim).
+	ForUser *ForUser `json:"forUser,omitempty"`
+}
+
+// ForUser is the for_user claim of a submission review: the learner, not the viewer.
+type ForUser struct {
+	ID              string   `json:"id"`
+	PersonSourcedID string   `json:"personSourcedId,omitempty"`
+	Name            string   `json:"name,omitempty"`
+	GivenName       string   `json:"givenName,omitempty"`
+	FamilyName      string   `json:"familyName,omitempty"`
+	Email           string   `json:"email,omitempty"`
+	Roles           []string `json:"roles,omitempty"`
 }
 
 // User is the launching user. ID defaults to the login_hint the launch was created with.
@@ -239,6 +252,17 @@ type idTokenClaims struct {
 	NRPS         *nrpsClaim        `json:"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice,omitempty"`
 	AGS          *agsClaim         `json:"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint,omitempty"`
 	DeepLinking  *dlSettings       `json:"https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings,omitempty"`
+	ForUser      *forUserClaim     `json:"https://purl.imsglobal.org/spec/lti/claim/for_user,omitempty"`
+}
+
+type forUserClaim struct {
+	UserID          string   `json:"user_id"`
+	PersonSourcedID string   `json:"person_sourcedid,omitempty"`
+	Name            string   `json:"name,omitempty"`
+	GivenName       string   `json:"given_name,omitempty"`
+	FamilyName      string   `json:"family_name,omitempty"`
+	Email           string   `json:"email,omitempty"`
+	Roles           []string `json:"roles,omitempty"`
 }
 
 type toolPlatform struct {
@@ -326,6 +350,13 @@ func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *apierr.Error) {
 		if e := p.deepLinking(&c, d.DeepLinking); e != nil {
 			return nil, e
 		}
+	case MessageSubmissionReview:
+		if e := p.submissionReview(&c, d, l); e != nil {
+			return nil, e
+		}
+	}
+	if d.ForUser != nil && l.MessageType != MessageSubmissionReview {
+		return nil, fieldError("forUser", "only a submission review takes forUser")
 	}
 	if e := p.presentation(&c, d.Presentation); e != nil {
 		return nil, e
@@ -335,6 +366,10 @@ func IDTokenClaims(p MintParams, d *LaunchData) ([]byte, *apierr.Error) {
 	}
 	if e := p.services(&c, d.Services); e != nil {
 		return nil, e
+	}
+	if l.MessageType == MessageSubmissionReview && (c.AGS == nil || c.AGS.LineItem == "") { // T-SR-03
+		return nil, fieldError("services.assignmentAndGrades.lineItemUrl",
+			"a submission review needs the line item under review: lineItemUrl, or lineItemId with ltiop's services, and a tool holding an AGS scope")
 	}
 	c.Custom = MergeCustom(p.ToolCustom, d.Custom, &Variables{UserID: c.Sub, User: d.User, Context: c.Context, ResourceLink: c.ResourceLink})
 	b, err := json.Marshal(&c)
@@ -438,6 +473,49 @@ func (p *MintParams) deepLinking(c *idTokenClaims, dl *DeepLinking) *apierr.Erro
 		ReturnURL: p.DeepLinkReturnURL, AcceptTypes: dl.AcceptTypes, AcceptTargets: dl.AcceptPresentationDocumentTargets,
 		AcceptMedia: dl.AcceptMediaTypes, AcceptMultiple: dl.AcceptMultiple, AcceptLineItem: dl.AcceptLineItem,
 		AutoCreate: dl.AutoCreate, Title: dl.Title, Text: dl.Text, Data: dl.Data,
+	}
+	return nil
+}
+
+// submissionReview sets the claims of an LtiSubmissionReviewRequest (AGS 2.0, conformance
+// T-SR-02..05 on the tool side): for_user, the learner whose work is shown; the resource
+// link when there is one; no deep-linking settings. The line item is checked with the
+// services.
+func (p *MintParams) submissionReview(c *idTokenClaims, d *LaunchData, l *LaunchOf) *apierr.Error {
+	if d.DeepLinking != nil {
+		return fieldError("deepLinking", "only a deep-linking launch takes deep-linking settings")
+	}
+	f := d.ForUser
+	if f == nil || !asciiID(f.ID) {
+		return fieldError("forUser.id", "required in a submission review: the learner whose submission it is, 1 to %d ASCII characters", MaxIdentifier)
+	}
+	for i, r := range f.Roles {
+		if !lti.KnownRole(r) {
+			return fieldError(fmt.Sprintf("forUser.roles[%d]", i), "%q is not a role of the LIS vocabulary (service-interface §2.1)", r)
+		}
+	}
+	for _, t := range [...]struct{ name, v string }{{"forUser.personSourcedId", f.PersonSourcedID}, {"forUser.name", f.Name},
+		{"forUser.givenName", f.GivenName}, {"forUser.familyName", f.FamilyName}} {
+		if !validText(t.v, 1024) {
+			return fieldError(t.name, "must be at most 1024 characters of text")
+		}
+	}
+	if f.Email != "" {
+		if a, err := mail.ParseAddress(f.Email); err != nil || a.Address != f.Email {
+			return fieldError("forUser.email", "is not an email address")
+		}
+	}
+	c.ForUser = &forUserClaim{UserID: f.ID, PersonSourcedID: f.PersonSourcedID, Name: f.Name, GivenName: f.GivenName,
+		FamilyName: f.FamilyName, Email: f.Email, Roles: f.Roles}
+	rl := d.ResourceLink
+	if rl == nil {
+		rl = l.ResourceLink
+	}
+	if rl != nil {
+		if !asciiID(rl.ID) {
+			return fieldError("resourceLink.id", "must be 1 to %d ASCII characters", MaxIdentifier)
+		}
+		c.ResourceLink = rl
 	}
 	return nil
 }

@@ -10,6 +10,9 @@ import (
 const (
 	MessageResourceLink = "LtiResourceLinkRequest"
 	MessageDeepLinking  = "LtiDeepLinkingRequest"
+	// MessageSubmissionReview opens a tool's review of one learner's submission for a line
+	// item (AGS 2.0 "Submission Review Message").
+	MessageSubmissionReview = "LtiSubmissionReviewRequest"
 )
 
 // Limits of the launch API (service-interface §8 and our own bounds).

@@ -670,3 +670,49 @@ func TestServicesGivenAtCreateLaunch(t *testing.T) {
 		t.Fatalf("false made claims: %v", l.Claims)
 	}
 }
+
+// TestSubmissionReviewLaunch: POST /api/launches with LtiSubmissionReviewRequest opens the
+// tool's review of a learner's submission: for_user, the line item under review (here
+// ltiop's), the submissionReview URL as target link; what a review needs is refused
+// without using the payload up.
+func TestSubmissionReviewLaunch(t *testing.T) {
+	h := newHarness(t, nil)
+	li := h.data.AddLineItem("course-1", advantage.LineItem{Label: "Essay", ScoreMaximum: 10})
+	review := h.toolSrv.URL + "/launch?review=essay"
+	payload := h.launchToPayload(platformmode.CreateLaunchRequest{User: "teacher-1", MessageType: ltiplatform.MessageSubmissionReview,
+		TargetLinkURI: review, ResourceLink: &ltiplatform.ResourceLink{ID: "rl-1"}})
+	d := launchData(payload)
+	d.User.Roles = []string{roleInstructor}
+	d.Services = servedServices(li)
+
+	noLearner := d
+	noLearner.ForUser = nil
+	if status, _, desc := h.apiError("/api/launches/idtoken", noLearner); status != 400 || !strings.HasPrefix(desc, "forUser.id") {
+		t.Fatalf("without forUser: %d %s", status, desc)
+	}
+	noItem := d
+	noItem.ForUser = &ltiplatform.ForUser{ID: "learner-7"}
+	noItem.Services = servedServices("") // the container only: no line item under review
+	if status, _, desc := h.apiError("/api/launches/idtoken", noItem); status != 400 || !strings.HasPrefix(desc, "services.assignmentAndGrades.lineItemUrl") {
+		t.Fatalf("without a line item: %d %s", status, desc)
+	}
+
+	d.ForUser = &ltiplatform.ForUser{ID: "learner-7", Name: "Ada Lovelace", Email: "ada@example.edu", Roles: []string{"Learner"}}
+	_, l := h.answerAndPost(d)
+	if !l.OK || l.MessageType != "LtiSubmissionReviewRequest" {
+		t.Fatalf("the tool refused the review: %s", l.Err)
+	}
+	fu, _ := l.Claims["https://purl.imsglobal.org/spec/lti/claim/for_user"].(map[string]any)
+	_, _, lineItem, _ := serviceURLs(t, l)
+	if fu["user_id"] != "learner-7" || fu["name"] != "Ada Lovelace" || !strings.HasSuffix(lineItem, "/lineitems/"+li) ||
+		l.Claims["https://purl.imsglobal.org/spec/lti/claim/target_link_uri"] != review {
+		t.Fatalf("claims: for_user %v, lineitem %s, target %v", fu, lineItem, l.Claims["https://purl.imsglobal.org/spec/lti/claim/target_link_uri"])
+	}
+	// forUser outside a submission review is refused.
+	payload = h.launchToPayload(platformmode.CreateLaunchRequest{User: "u1", ResourceLink: &ltiplatform.ResourceLink{ID: "rl"}})
+	rl := launchData(payload)
+	rl.ForUser = &ltiplatform.ForUser{ID: "learner-7"}
+	if status, _, desc := h.apiError("/api/launches/idtoken", rl); status != 400 || !strings.HasPrefix(desc, "forUser") {
+		t.Fatalf("forUser in a resource-link launch: %d %s", status, desc)
+	}
+}

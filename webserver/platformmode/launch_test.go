@@ -305,7 +305,7 @@ func TestCreateLaunchRefusals(t *testing.T) {
 	}{
 		{"unknown tool", platformmode.CreateLaunchRequest{ToolID: "nope", User: "u"}, 404, "TOOL_NOT_FOUND"},
 		{"no user", platformmode.CreateLaunchRequest{ToolID: "sample-tool"}, 400, "INVALID_PARAMETERS"},
-		{"bad message type", platformmode.CreateLaunchRequest{ToolID: "sample-tool", User: "u", MessageType: "LtiSubmissionReviewRequest"}, 400, "INVALID_PARAMETERS"},
+		{"bad message type", platformmode.CreateLaunchRequest{ToolID: "sample-tool", User: "u", MessageType: "LtiDataPrivacyLaunchRequest"}, 400, "INVALID_PARAMETERS"},
 		{"deep linking without a deep-linking URL", platformmode.CreateLaunchRequest{ToolID: "sample-tool", User: "u", MessageType: ltiplatform.MessageDeepLinking}, 400, "INVALID_PARAMETERS"},
 		{"other deployment", platformmode.CreateLaunchRequest{ToolID: "sample-tool", User: "u", DeploymentID: "9"}, 400, "INVALID_PARAMETERS"},
 		{"target link not a URL", platformmode.CreateLaunchRequest{ToolID: "sample-tool", User: "u", TargetLinkURI: "javascript:alert(1)"}, 400, "INVALID_PARAMETERS"},

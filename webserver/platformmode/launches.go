@@ -88,9 +88,9 @@ func (p *Platform) createLaunch(req *CreateLaunchRequest) (*LaunchParameters, *h
 	switch h.MessageType {
 	case "":
 		h.MessageType = ltiplatform.MessageResourceLink
-	case ltiplatform.MessageResourceLink, ltiplatform.MessageDeepLinking:
+	case ltiplatform.MessageResourceLink, ltiplatform.MessageDeepLinking, ltiplatform.MessageSubmissionReview:
 	default:
-		return nil, invalid("messageType", "must be LtiResourceLinkRequest or LtiDeepLinkingRequest")
+		return nil, invalid("messageType", "must be LtiResourceLinkRequest, LtiDeepLinkingRequest or LtiSubmissionReviewRequest")
 	}
 	if h.TargetLinkURI == "" {
 		h.TargetLinkURI = string(t.Spec.TargetLinkURI)
