@@ -19,6 +19,7 @@ var rateLimited = map[string]string{
 	"POST " + paths.LaunchComplete:    "launch",
 	"GET " + paths.Register:           "register",
 	"GET " + paths.RegisterWithToken:  "register", // one bucket with /lti/register: guessing tokens costs the same
+	"POST " + paths.PlatformRegister:  "register", // a tool registering with ltiop as the platform: the same bucket
 	"GET " + paths.PlatformAuthorize:  "platformAuthorize",
 	"POST " + paths.PlatformAuthorize: "platformAuthorize",
 	"POST " + paths.PlatformToken:     "platformToken",

@@ -105,6 +105,8 @@ type Handlers struct {
 	Platforms *admin.Platforms
 	// Tools serves the tool registrations API of platform mode (/api/tools).
 	Tools *admin.Tools
+	// ToolDynReg serves dynamic registration of tools with ltiop as the platform.
+	ToolDynReg *admin.ToolDynReg
 }
 
 // New builds the server; /readyz answers ready once every check in ready is.
@@ -202,6 +204,13 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 			Route{"DELETE", "/api/tools/{id}", bearer(t.Delete)},
 			Route{"POST", "/api/tools/{id}/activate", bearer(t.Activate)},
 			Route{"POST", "/api/tools/{id}/deactivate", bearer(t.Deactivate)},
+		)
+	}
+	if dr := d.ToolDynReg; dr != nil {
+		s.routes = append(s.routes,
+			Route{"POST", "/api/tools/registrations", bearer(dr.Start)},
+			Route{"GET", paths.PlatformOpenIDConfiguration, http.HandlerFunc(dr.Configuration)},
+			Route{"POST", paths.PlatformRegister, http.HandlerFunc(dr.Register)},
 		)
 	}
 	mux := http.NewServeMux()

@@ -37,6 +37,10 @@ const (
 	// PlatformServices is the root of the NRPS and AGS services ltiop serves to tools; the
 	// {grant} segment is the sealed grant of one tool, deployment and context.
 	PlatformServices = "/lti/platform/services/{grant}"
+	// PlatformOpenIDConfiguration is the platform's OpenID configuration (LTI Dynamic
+	// Registration with ltiop as the platform); PlatformRegister its registration endpoint.
+	PlatformOpenIDConfiguration = "/lti/platform/openid-configuration"
+	PlatformRegister            = "/lti/platform/register"
 )
 
 // KeySet is the key set of one registration: only its own keys, so an LMS downloads what

@@ -174,28 +174,17 @@ func (h *Tools) Create(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace}, Spec: *spec}
+	name := ""
 	if req.ID != nil {
 		if msgs := validation.IsDNS1123Subdomain(*req.ID); len(msgs) > 0 {
 			httpapi.WriteError(w, badParameter("id: "+strings.Join(msgs, "; ")+"."))
 			return
 		}
-		reg.Name = *req.ID
-	} else {
-		reg.GenerateName = "tool-"
+		name = *req.ID
 	}
-	if e := h.duplicate(spec, ""); e != nil {
-		httpapi.WriteError(w, e)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Create(ctx, reg, client.FieldOwner(FieldManager)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			httpapi.WriteError(w, httpapi.Errorf(http.StatusConflict, CodeToolExists, fmt.Sprintf("A tool with the ID %q exists.", reg.Name)))
-			return
-		}
-		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
+	reg, herr := h.create(r.Context(), spec, name)
+	if herr != nil {
+		httpapi.WriteError(w, herr)
 		return
 	}
 	log.FromContext(r.Context()).Info("tool registration created", "tool", reg.Name, "clientId", reg.Spec.ClientID)

@@ -15,6 +15,8 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/test/utils/testclient"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/admin"
@@ -32,6 +34,7 @@ type toolsHarness struct {
 	k8s    client.Client
 	api    *httptest.Server
 	writes testclient.Gate
+	dynreg *admin.ToolDynReg
 }
 
 func newToolsHarness(t *testing.T) *toolsHarness {
@@ -92,7 +95,11 @@ func newToolsHarness(t *testing.T) *toolsHarness {
 		t.Fatal(err)
 	}
 	api := &admin.Tools{Registry: h.tools, Client: h.k8s, Namespace: namespace, KeyWait: 500 * time.Millisecond, Cursors: cursors}
+	h.dynreg = &admin.ToolDynReg{Tools: api, Sealer: cursors, Replays: replay.NewMemory(1000), Issuer: "https://lti.example.com"}
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/tools/registrations", h.dynreg.Start)
+	mux.HandleFunc("GET "+paths.PlatformOpenIDConfiguration, h.dynreg.Configuration)
+	mux.HandleFunc("POST "+paths.PlatformRegister, h.dynreg.Register)
 	mux.HandleFunc("GET /api/tools", api.List)
 	mux.HandleFunc("POST /api/tools", api.Create)
 	mux.HandleFunc("GET /api/tools/{id}", api.Get)
@@ -102,7 +109,7 @@ func newToolsHarness(t *testing.T) *toolsHarness {
 	mux.HandleFunc("POST /api/tools/{id}/deactivate", api.Deactivate)
 	h.api = httptest.NewServer(httpapi.LimitBody(64 << 10)(mux))
 	t.Cleanup(h.api.Close)
-	api.PublicURL = h.api.URL
+	api.PublicURL, h.dynreg.PublicURL = h.api.URL, h.api.URL
 	return h
 }
 

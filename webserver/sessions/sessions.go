@@ -37,6 +37,9 @@ const (
 	// PurposeServiceGrant: the grant in the URL of a platform-mode NRPS or AGS service
 	// (the tool, its deployment and the context it was launched into).
 	PurposeServiceGrant = "service-grant"
+	// PurposeToolRegistration: the registration token of a tool's dynamic registration
+	// with ltiop as the platform.
+	PurposeToolRegistration = "tool-registration"
 )
 
 // Errors of Open. They say no more than this on purpose: a caller (and so a client) learns
