@@ -44,8 +44,10 @@ func (t *Tool) Register(ctx context.Context, initiation, base string, scopes []s
 		JWKSURI               string `json:"jwks_uri"`
 		RegistrationEndpoint  string `json:"registration_endpoint"`
 	}
-	if status, err := t.doJSON(ctx, cfg, http.MethodGet, configURL, "", nil, &pc); err != nil || status != http.StatusOK {
-		return Registration{}, fmt.Errorf("openid configuration: HTTP %d: %v", status, err)
+	if status, err := t.doJSON(ctx, cfg, http.MethodGet, configURL, "", nil, &pc); err != nil {
+		return Registration{}, fmt.Errorf("openid configuration: HTTP %d: %w", status, err)
+	} else if status != http.StatusOK {
+		return Registration{}, fmt.Errorf("openid configuration: HTTP %d", status)
 	}
 	messages := []map[string]any{{"type": ResourceLinkRequest}}
 	if deepLinking {

@@ -50,12 +50,6 @@ const (
 	CodeInvalidClientMetadata    = "INVALID_CLIENT_METADATA"
 )
 
-// Keys of the LTI Dynamic Registration objects.
-const (
-	claimToolConfiguration     = "https://purl.imsglobal.org/spec/lti-tool-configuration"
-	claimPlatformConfiguration = "https://purl.imsglobal.org/spec/lti-platform-configuration"
-)
-
 func (d *ToolDynReg) now() time.Time {
 	if d.Now != nil {
 		return d.Now()

@@ -16,11 +16,13 @@ import (
 	"github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testoutbound"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/platformdata"
 	"github.com/ltiop/ltiop/webserver/platformmode"
+	"github.com/ltiop/ltiop/webserver/webhook"
 )
 
 const (
@@ -714,5 +716,23 @@ func TestSubmissionReviewLaunch(t *testing.T) {
 	rl.ForUser = &ltiplatform.ForUser{ID: "learner-7"}
 	if status, _, desc := h.apiError("/api/launches/idtoken", rl); status != 400 || !strings.HasPrefix(desc, "forUser") {
 		t.Fatalf("forUser in a resource-link launch: %d %s", status, desc)
+	}
+}
+
+// TestDataAPIOutboundPolicy: the data API is called under the webhook's outbound policy: a
+// tool's spec.platformDataUrl on an internal address is never called (the tool gets 502),
+// and the per-tool URL overrides the installation's.
+func TestDataAPIOutboundPolicy(t *testing.T) {
+	internal := testoutbound.NewInternal(t)
+	h := newHarness(t, func(r *v1alpha1.ToolRegistration) { r.Spec.PlatformDataURL = v1alpha1.EndpointURL(internal.URL + "/data") })
+	policy := testoutbound.Public()
+	policy.Timeout = dataTimeout
+	h.platform.SetData(&platformdata.Client{Sender: &webhook.Sender{Client: webhook.NewClient(policy), Key: func() []byte { return h.dataKey }}})
+	seedCourse(h, "course-1", 2)
+	memberships, _, _, _ := serviceURLs(t, h.servedLaunch("course-1", "li-1"))
+	refused(t, h.call("GET", memberships, h.token(scopeNRPS), "", "", nil), 502, platformdata.CodeUnavailable)
+	internal.Untouched(t)
+	if n := len(h.data.Calls()); n != 0 {
+		t.Fatalf("the installation's data API was called %d times: the tool's own URL overrides it", n)
 	}
 }
