@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/config"
+	"github.com/ltiop/ltiop/simulators/datasim"
+	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/webserver/advantage"
+	"github.com/ltiop/ltiop/webserver/webhook"
+)
+
+// Platform mode's whole chain on the real API server and the real app wiring: a tool
+// registers itself (dynamic registration), is launched with the services ltiop serves,
+// gets a token, reads the roster and posts a score, which reaches the integrator's data
+// API signed with the webhook secret.
+var _ = Describe("Platform mode services", func() {
+	It("registers a tool dynamically, launches it with ltiop's NRPS and AGS, and passes its score to the integrator", func(ctx SpecContext) {
+		const ns = "ltiop-platform-services"
+		createNamespace(ns)
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var s corev1.Secret
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ltiop-api-key"}, &s); err != nil {
+				return err
+			}
+			s.Data["webhookSecret"] = []byte(webhookSecret)
+			return k8s.Update(ctx, &s)
+		})).To(Succeed())
+		key, err := webhook.ParseSecret(webhookSecret)
+		Expect(err).NotTo(HaveOccurred())
+		data := datasim.New(key)
+		dataSrv := httptest.NewServer(data.Handler())
+		DeferCleanup(dataSrv.Close)
+		data.AddMembers("course-1", "Biology", advantage.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
+			advantage.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
+		lineItem := data.AddLineItem("course-1", advantage.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
+		integrator := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		DeferCleanup(integrator.Close)
+		d := startReplica(ns, restCfg, func(c *config.Config) {
+			c.PlatformLaunchURL = integrator.URL + "/launch"
+			c.PlatformData.URL = dataSrv.URL + "/data"
+		})
+
+		By("the tool registering itself, pre-approved")
+		tool := newToolSim(d, nil)
+		toolSrv := httptest.NewServer(tool.Handler())
+		DeferCleanup(toolSrv.Close)
+		started := callAt(d.Local, "POST", "/api/tools/registrations", map[string]any{"initiationUrl": toolSrv.URL + "/register", "preApproved": true}, bearer)
+		Expect(started.Status).To(Equal(201), string(started.Raw))
+		reg, err := tool.Register(ctx, started.JSON["url"].(string), toolSrv.URL,
+			[]string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSLineItem), string(ltiv1.ScopeAGSScore)}, false)
+		Expect(err).NotTo(HaveOccurred())
+		var toolID string
+		Eventually(func(g Gomega) {
+			list := callAt(d.Local, "GET", "/api/tools?clientId="+url.QueryEscape(reg.ClientID), nil, bearer)
+			tools, _ := list.JSON["tools"].([]any)
+			g.Expect(tools).To(HaveLen(1))
+			t := tools[0].(map[string]any)
+			g.Expect(t["ready"]).To(BeTrue())
+			toolID = t["id"].(string)
+		}).Should(Succeed())
+
+		By("launching it with the services ltiop serves")
+		created := callAt(d.Local, "POST", "/api/launches", map[string]any{"toolId": toolID, "user": "student-5",
+			"resourceLink": map[string]string{"id": "rl-1"}}, bearer)
+		Expect(created.Status).To(Equal(201), string(created.Raw))
+		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
+		Expect(ok).To(BeTrue())
+		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := browser.PostForm(action, form)
+		Expect(err).NotTo(HaveOccurred())
+		res.Body.Close()
+		res, err = browser.Get(res.Header.Get("Location"))
+		Expect(err).NotTo(HaveOccurred())
+		res.Body.Close()
+		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		answer := callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{
+			"payload":  toIntegrator.Query().Get("payload"),
+			"user":     map[string]any{"roles": []string{"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"}},
+			"context":  map[string]any{"id": "course-1"},
+			"services": map[string]any{"namesAndRoles": true, "assignmentAndGrades": map[string]any{"lineItemId": lineItem}},
+		}, bearer)
+		Expect(answer.Status).To(Equal(200), string(answer.Raw))
+		launch := deliverToTool(ctx, browser, answer, tool)
+		nrps := launch.Claims["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"].(map[string]any)
+		ags := launch.Claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"].(map[string]any)
+		memberships, lineItemURL := nrps["context_memberships_url"].(string), ags["lineitem"].(string)
+		Expect(memberships).To(HavePrefix(d.URL + "/lti/platform/services/"))
+
+		By("reading the roster and posting a score with a token from ltiop")
+		tr, status, err := tool.RequestToken(ctx, []string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSScore)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(Equal(200))
+		local := func(u string) string { return strings.Replace(u, d.URL, d.Local, 1) }
+		Eventually(func(g Gomega) { // the webhook secret is read by an informer
+			ans, err := tool.CallService(ctx, "GET", local(memberships), tr.AccessToken, "application/vnd.ims.lti-nrps.v2.membershipcontainer+json", "", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ans.Status).To(Equal(200), string(ans.Body))
+			g.Expect(string(ans.Body)).To(ContainSubstring(`"user_id":"teacher-1"`))
+		}).Should(Succeed())
+		score := []byte(`{"userId":"student-5","scoreGiven":9,"scoreMaximum":10,"activityProgress":"Completed","gradingProgress":"FullyGraded","timestamp":"2026-11-29T01:00:00.000Z"}`)
+		ans, err := tool.CallService(ctx, "POST", local(lineItemURL)+"/scores", tr.AccessToken, "", "application/vnd.ims.lis.v1.score+json", score)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ans.Status).To(Equal(200), string(ans.Body))
+		got := data.Scores("course-1", lineItem)
+		Expect(got).To(HaveLen(1))
+		Expect(*got[0].ScoreGiven).To(Equal(9.0))
+
+		By("deactivating the tool through the tools API: its service calls stop")
+		Expect(callAt(d.Local, "POST", "/api/tools/"+toolID+"/deactivate", nil, bearer).Status).To(Equal(200))
+		Eventually(func() int {
+			ans, _ := tool.CallService(ctx, "GET", local(memberships), tr.AccessToken, "", "", nil)
+			return ans.Status
+		}).Should(Equal(401))
+	})
+})
