@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -64,6 +65,9 @@ type StartRequest struct {
 	// PreApproved makes the registration active at once; otherwise activate it
 	// (POST /api/tools/{id}/activate) once someone approved it.
 	PreApproved bool `json:"preApproved,omitempty"`
+	// ToolID, when given, is the ID (metadata.name) the registration gets; else one is
+	// generated (tool-…).
+	ToolID string `json:"toolId,omitempty"`
 }
 
 // StartAnswer is the answer of POST /api/tools/registrations.
@@ -75,7 +79,8 @@ type StartAnswer struct {
 }
 
 type registrationGrant struct {
-	PreApproved bool `json:"p,omitempty"`
+	PreApproved bool   `json:"p,omitempty"`
+	ToolID      string `json:"t,omitempty"`
 }
 
 // Start answers POST /api/tools/registrations (Bearer).
@@ -89,11 +94,21 @@ func (d *ToolDynReg) Start(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, badParameter("initiationUrl: "+err.Error()+"."))
 		return
 	}
+	if req.ToolID != "" {
+		if msgs := validation.IsDNS1123Subdomain(req.ToolID); len(msgs) > 0 {
+			httpapi.WriteError(w, badParameter("toolId: "+strings.Join(msgs, "; ")+"."))
+			return
+		}
+		if d.Tools.Registry.Get(req.ToolID) != nil {
+			httpapi.WriteError(w, httpapi.Errorf(http.StatusConflict, CodeToolExists, "A tool with the ID "+req.ToolID+" exists."))
+			return
+		}
+	}
 	ttl := d.TokenTTL
 	if ttl <= 0 {
 		ttl = DefaultRegistrationTokenTTL
 	}
-	b, _ := json.Marshal(registrationGrant{PreApproved: req.PreApproved}) // a bool: cannot fail
+	b, _ := json.Marshal(registrationGrant{PreApproved: req.PreApproved, ToolID: req.ToolID}) // a bool and a string: cannot fail
 	token, err := d.Sealer.Seal(sessions.PurposeToolRegistration, b, ttl)
 	if err != nil {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The sealing keys are not loaded yet."))
@@ -257,7 +272,7 @@ func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 		registrationError(w, http.StatusUnauthorized, CodeRegistrationTokenUsed, "this registration token was already used.")
 		return
 	}
-	reg, he := d.Tools.create(r.Context(), spec, "")
+	reg, he := d.Tools.create(r.Context(), spec, g.ToolID)
 	if he != nil {
 		httpapi.WriteError(w, he)
 		return

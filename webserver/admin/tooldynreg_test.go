@@ -80,10 +80,16 @@ func TestToolDynamicRegistration(t *testing.T) {
 		t.Fatalf("second use: %v", err)
 	}
 
-	// Pre-approved: active at once.
-	pre, err := newRegisteringTool(t).Register(context.Background(), h.start(true).URL, "https://tool3.example.com", nil, false)
-	if err != nil || !h.tools.ByClientID(pre.ClientID).Spec.IsActive() {
+	// Pre-approved: active at once; named as the integrator asked.
+	r = h.call("POST", "/api/tools/registrations", map[string]any{"initiationUrl": "https://tool3.example.com/r", "preApproved": true, "toolId": "tool-three"})
+	var named admin.StartAnswer
+	_ = json.Unmarshal([]byte(r.Body), &named)
+	pre, err := newRegisteringTool(t).Register(context.Background(), named.URL, "https://tool3.example.com", nil, false)
+	if err != nil || !h.tools.ByClientID(pre.ClientID).Spec.IsActive() || h.tools.ByClientID(pre.ClientID).ID != "tool-three" {
 		t.Fatalf("pre-approved: %v", err)
+	}
+	if r = h.call("POST", "/api/tools/registrations", map[string]any{"initiationUrl": "https://tool3.example.com/r", "toolId": "tool-three"}); r.Status != 409 {
+		t.Fatalf("an existing toolId: %d %s", r.Status, r.Body)
 	}
 }
 
