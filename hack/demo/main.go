@@ -101,6 +101,8 @@ func run() error {
 			"LTIOP_PLATFORM_LAUNCH_URL":              plat.launchURL(),
 			"LTIOP_PLATFORM_DEEP_LINKING_URL":        plat.deepLinkingURL(),
 			"LTIOP_PLATFORM_DEEP_LINKING_RETURN_URL": plat.deepLinkingReturnURL(),
+			// and its platform data API, which feeds the roster and grades ltiop serves tools.
+			"LTIOP_PLATFORM_DATA_URL": plat.dataURL(),
 			// LMS simulators on this machine may register dynamically.
 			"LTIOP_OUTBOUND_ALLOW_LOOPBACK": "true",
 			// No load balancer to drain: Ctrl-C stops at once.
@@ -230,9 +232,12 @@ func run() error {
 	}
 	fmt.Printf("\nPlatform mode: the integrator's platform app launched ToolRegistration %s through ltiop\n"+
 		"(POST /api/launches, the tool's login, /lti/platform/authorize, POST /api/launches/idtoken).\n"+
-		"The sample tool verified the id_token and saw:\n\n%s", toolRegistrationName, pl.summary())
+		"The sample tool, registered by dynamic registration, verified the id_token and saw:\n\n%s", toolRegistrationName, pl.summary())
 	fmt.Printf("\nThe tool got an access token from /lti/platform/token (scope %s);\nPOST /api/tokens/introspect answered:\n\n%s\n", pl.scope, pl.introspection)
-	fmt.Printf("\nWith it the tool read the course roster from the platform app: %d members.\n", pl.members)
+	fmt.Printf("\nWith it the tool read the course roster through ltiop's NRPS, fed by the platform app's data API: %d members,\n", pl.members)
+	fmt.Printf("and posted a score through ltiop's AGS; the demo integrator's data API received (signature verified):\n\n"+
+		"  user %s: %g/%g, %s, %s, %q\n", pl.score.UserID, *pl.score.ScoreGiven, *pl.score.ScoreMaximum, pl.score.ActivityProgress,
+		pl.score.GradingProgress, pl.score.Comment)
 
 	envFile := filepath.Join(root, "tmp", "demo.env")
 	if err := writeEnvFile(envFile, kubeconfig, cfg.PublicURL, apiKey); err != nil {

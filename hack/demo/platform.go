@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,17 +19,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/webserver/admin"
+	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/platformmode"
+	"github.com/ltiop/ltiop/webserver/webhook"
 )
 
 // demoPlatform is the platform-mode half of the demo. The integrator is a learning
-// platform here: its small web app (/start, /launch, /deep-link, /content-items and a
-// course roster) launches an external LTI tool through ltiop. The tool is
-// simulators/toolsim, a real LTI 1.3 tool that checks everything it receives, served on a
-// port of its own.
+// platform here: its small web app (/start, /launch, /deep-link, /content-items and the
+// platform data API under /ltiop-data, which feeds the roster and grade services ltiop
+// serves) launches an external LTI tool through ltiop. The tool is simulators/toolsim, a
+// real LTI 1.3 tool that checks everything it receives, served on a port of its own; it
+// registers itself with ltiop by dynamic registration.
 type demoPlatform struct {
 	tool     *toolsim.Tool
 	toolSim  http.Handler // the tool's own endpoints
@@ -40,6 +44,10 @@ type demoPlatform struct {
 	apiKey   string
 	servers  []*http.Server
 	clientID string // the tool's client_id, once registered
+	// data is the integrator's platform data API (simulators/datasim): the course's
+	// members, its line item, and the scores tools post through ltiop.
+	data       *datasim.API
+	lineItemID string
 }
 
 const (
@@ -51,6 +59,7 @@ const (
 	roleLearner       = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 	roleInstructor    = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 	claimNRPS         = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+	claimAGS          = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 	claimContext      = "https://purl.imsglobal.org/spec/lti/claim/context"
 	claimCustom       = "https://purl.imsglobal.org/spec/lti/claim/custom"
 	claimReturn       = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
@@ -81,6 +90,18 @@ func startDemoPlatform(toolListen, appListen, ltiopURL, apiKey string) (*demoPla
 		return nil, err
 	}
 	p.toolSim = p.tool.Handler()
+	key, err := webhook.ParseSecret(demoWebhookSecret) // ltiop signs its data API calls with it
+	if err != nil {
+		toolLn.Close()
+		appLn.Close()
+		return nil, err
+	}
+	p.data = datasim.New(key)
+	p.data.AddMembers(demoCourseID, course.Title,
+		advantage.Member{UserID: demoUser, Name: "Sam Student", Roles: []string{roleLearner}},
+		advantage.Member{UserID: "student-2", Name: "Alex Learner", Roles: []string{roleLearner}},
+		advantage.Member{UserID: demoTeacher, Name: "Terry Teacher", Roles: []string{roleInstructor}})
+	p.lineItemID = p.data.AddLineItem(demoCourseID, advantage.LineItem{Label: "Week 1 quiz", ScoreMaximum: 10, ResourceLinkID: "week-1-quiz"})
 
 	toolMux := http.NewServeMux()
 	toolMux.Handle("/", p.toolSim)
@@ -94,7 +115,7 @@ func startDemoPlatform(toolListen, appListen, ltiopURL, apiKey string) (*demoPla
 	app.HandleFunc("GET /deep-link", p.deepLinkPage)
 	app.HandleFunc("GET /content-items", p.contentItems)
 	app.HandleFunc("POST /content-items", p.contentItems)
-	app.HandleFunc("GET /courses/"+demoCourseID+"/memberships", p.memberships)
+	app.Handle("POST /ltiop-data/", p.data.Handler())
 
 	for ln, h := range map[net.Listener]http.Handler{toolLn: toolMux, appLn: app} {
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -107,9 +128,7 @@ func startDemoPlatform(toolListen, appListen, ltiopURL, apiKey string) (*demoPla
 func (p *demoPlatform) launchURL() string            { return p.base + "/launch" }
 func (p *demoPlatform) deepLinkingURL() string       { return p.base + "/deep-link" }
 func (p *demoPlatform) deepLinkingReturnURL() string { return p.base + "/content-items" }
-func (p *demoPlatform) membershipsURL() string {
-	return p.base + "/courses/" + demoCourseID + "/memberships"
-}
+func (p *demoPlatform) dataURL() string              { return p.base + "/ltiop-data" }
 
 func (p *demoPlatform) close() {
 	for _, s := range p.servers {
@@ -117,28 +136,19 @@ func (p *demoPlatform) close() {
 	}
 }
 
-// register creates the demo tool's ToolRegistration, waits until it is Ready, and
-// configures the tool with what its status says a tool vendor must enter.
+// register has the demo tool register itself by dynamic registration (pre-approved, as
+// ToolRegistration demo-tool), waits until it is Ready, and keeps its client id.
 func (p *demoPlatform) register(ctx context.Context, k8s client.Client, namespace string) error {
-	reg := &ltiv1.ToolRegistration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: toolRegistrationName},
-		Spec: ltiv1.ToolRegistrationSpec{
-			Name:     "Demo tool",
-			LoginURL: ltiv1.EndpointURL(p.toolBase + toolsim.LoginPath),
-			RedirectionURIs: []ltiv1.EndpointURL{
-				ltiv1.EndpointURL(p.toolBase + toolsim.LaunchPath),
-				ltiv1.EndpointURL(p.toolBase + toolsim.DeepLinkLaunchPath),
-			},
-			TargetLinkURI:  ltiv1.EndpointURL(p.toolBase + toolsim.LaunchPath),
-			DeepLinkingURL: ltiv1.EndpointURL(p.toolBase + toolsim.DeepLinkLaunchPath),
-			AuthConfig:     ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: p.tool.PublicJWK()},
-			Scopes:         []ltiv1.Scope{ltiv1.ScopeNRPSMembership},
-			DevMode:        true,
-		},
+	var started admin.StartAnswer
+	if err := p.api(ctx, "/api/tools/registrations", admin.StartRequest{InitiationURL: p.toolBase + "/register",
+		PreApproved: true, ToolID: toolRegistrationName}, &started); err != nil {
+		return err
 	}
-	if err := k8s.Create(ctx, reg); err != nil {
-		return fmt.Errorf("creating ToolRegistration %s: %w", toolRegistrationName, err)
+	if _, err := p.tool.Register(ctx, started.URL, p.toolBase, []string{string(ltiv1.ScopeNRPSMembership),
+		string(ltiv1.ScopeAGSLineItem), string(ltiv1.ScopeAGSScore)}, true); err != nil {
+		return fmt.Errorf("the demo tool's dynamic registration: %w", err)
 	}
+	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: toolRegistrationName}}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg); err != nil {
@@ -162,12 +172,7 @@ func (p *demoPlatform) register(ctx context.Context, k8s client.Client, namespac
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	s := reg.Status
-	cfg := p.tool.Config()
-	cfg.ClientID, cfg.DeploymentID, cfg.Issuer = s.ClientID, s.DeploymentID, s.Issuer
-	cfg.AuthorizationEndpoint, cfg.TokenEndpoint, cfg.PlatformJWKSURL = s.AuthorizationEndpoint, s.TokenEndpoint, s.JWKSURL
-	p.tool.SetConfig(cfg)
-	p.clientID = s.ClientID
+	p.clientID = reg.Status.ClientID
 	return nil
 }
 
@@ -177,6 +182,7 @@ type platformLaunch struct {
 	scope         string
 	introspection []byte
 	members       int
+	score         advantage.Score // the score the integrator's data API received
 }
 
 // launchOnce launches the demo tool as a browser would, from the platform app's /start
@@ -257,7 +263,7 @@ func (p *demoPlatform) launchOnce(ctx context.Context) (*platformLaunch, error) 
 
 	// The tool's service call: an access token from ltiop's token endpoint (client
 	// credentials with a JWT signed by the tool), introspected by the integrator.
-	tr, status, err := p.tool.RequestToken(ctx, []string{string(ltiv1.ScopeNRPSMembership)})
+	tr, status, err := p.tool.RequestToken(ctx, []string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSScore)})
 	if err != nil {
 		return nil, fmt.Errorf("the tool's token request: %w", err)
 	}
@@ -298,6 +304,25 @@ func (p *demoPlatform) launchOnce(ctx context.Context) (*platformLaunch, error) 
 		return nil, fmt.Errorf("reading the roster: HTTP %d %v", res.StatusCode, err) //nolint:errorlint // err may be nil here (a status failure); %v prints it as <nil>
 	}
 	out.members = len(roster.Members)
+
+	// A score for the learner, posted to the line item of the launch's AGS claim: ltiop
+	// checks it and passes it to the integrator's data API.
+	ags, _ := l.Claims[claimAGS].(map[string]any)
+	lineItem, _ := ags["lineitem"].(string)
+	if lineItem == "" {
+		return nil, errors.New("the launch carried no AGS line item")
+	}
+	score := fmt.Sprintf(`{"userId":%q,"scoreGiven":9,"scoreMaximum":10,"comment":"Well done","activityProgress":"Completed","gradingProgress":"FullyGraded","timestamp":%q}`,
+		demoUser, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
+	ans, err := p.tool.CallService(ctx, http.MethodPost, lineItem+"/scores", tr.AccessToken, "", "application/vnd.ims.lis.v1.score+json", []byte(score))
+	if err != nil || ans.Status != http.StatusOK {
+		return nil, fmt.Errorf("posting the score: HTTP %d %v: %s", ans.Status, err, trimText(string(ans.Body))) //nolint:errorlint // err may be nil here (a status failure); %v prints it as <nil>
+	}
+	scores := p.data.Scores(demoCourseID, p.lineItemID)
+	if len(scores) == 0 {
+		return nil, errors.New("the integrator's data API received no score")
+	}
+	out.score = scores[len(scores)-1]
 	return out, nil
 }
 
@@ -306,6 +331,7 @@ func (r *platformLaunch) summary() string {
 	c := r.launch.Claims
 	course, _ := c[claimContext].(map[string]any)
 	nrps, _ := c[claimNRPS].(map[string]any)
+	ags, _ := c[claimAGS].(map[string]any)
 	custom, _ := json.Marshal(c[claimCustom])
 	var b strings.Builder
 	for _, row := range [][2]string{
@@ -315,12 +341,25 @@ func (r *platformLaunch) summary() string {
 		{"client id", fmt.Sprint(c["aud"])},
 		{"course", fmt.Sprintf("%v (%v)", course["title"], course["id"])},
 		{"custom", string(custom)},
-		{"NRPS endpoint", fmt.Sprint(nrps["context_memberships_url"])},
+		{"NRPS endpoint", elideGrant(fmt.Sprint(nrps["context_memberships_url"]))},
+		{"AGS line item", elideGrant(fmt.Sprint(ags["lineitem"]))},
 		{"tool's verdict", "accepted: signature (platform JWKS), iss, aud, exp/iat, nonce, state, deployment"},
 	} {
 		fmt.Fprintf(&b, "  %-15s %s\n", row[0], row[1])
 	}
 	return b.String()
+}
+
+// elideGrant shortens a service URL of ltiop's for printing: its sealed grant is long.
+func elideGrant(u string) string {
+	before, after, ok := strings.Cut(u, "/lti/platform/services/")
+	if !ok {
+		return u
+	}
+	if _, rest, ok := strings.Cut(after, "/"); ok {
+		return before + "/lti/platform/services/<sealed grant>/" + rest
+	}
+	return u
 }
 
 // get fetches url with c and returns the status and the body.
@@ -515,7 +554,9 @@ func (p *demoPlatform) answer(w http.ResponseWriter, r *http.Request, d ltiplatf
 	d.Context = course
 	d.Presentation = &ltiplatform.Presentation{DocumentTarget: "window", ReturnURL: p.base + "/"}
 	d.Platform = &ltiplatform.PlatformInfo{GUID: "ltiop-demo-platform", Name: "ltiop demo platform"}
-	d.Services = &ltiplatform.Services{NamesAndRoles: &ltiplatform.NamesAndRoles{ContextMembershipsURL: p.membershipsURL()}}
+	// The roster and the grades: served by ltiop, fed by the platform data API.
+	d.Services = &ltiplatform.Services{NamesAndRoles: &ltiplatform.NamesAndRoles{Served: true},
+		AssignmentAndGrades: &ltiplatform.AssignmentAndGrades{Served: true, LineItemID: p.lineItemID}}
 	var ans platformmode.IDTokenAnswer
 	if err := p.api(r.Context(), "/api/launches/idtoken", d, &ans); err != nil {
 		fail(w, "The launch could not continue", err)
@@ -540,44 +581,6 @@ func (p *demoPlatform) contentItems(w http.ResponseWriter, r *http.Request) {
 }
 
 const nrpsMediaType = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
-
-// memberships is the course roster (NRPS) the launches point tools to. It takes the access
-// tokens ltiop's token endpoint issues, checked with POST /api/tokens/introspect.
-func (p *demoPlatform) memberships(w http.ResponseWriter, r *http.Request) {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "an access token from ltiop's token endpoint is required", http.StatusUnauthorized)
-		return
-	}
-	var in platformmode.Introspection
-	if err := p.api(r.Context(), "/api/tokens/introspect", map[string]string{"token": tok}, &in); err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	if !in.Active {
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		http.Error(w, "the access token is not active", http.StatusUnauthorized)
-		return
-	}
-	if !slices.Contains(strings.Fields(in.Scope), string(ltiv1.ScopeNRPSMembership)) {
-		http.Error(w, "the access token does not carry the NRPS scope", http.StatusForbidden)
-		return
-	}
-	member := func(id, name string, role string) map[string]any {
-		return map[string]any{"status": "Active", "user_id": id, "name": name, "roles": []string{role}}
-	}
-	w.Header().Set("Content-Type", nrpsMediaType)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id":      p.membershipsURL(),
-		"context": map[string]any{"id": course.ID, "label": course.Label, "title": course.Title},
-		"members": []map[string]any{
-			member(demoUser, "Sam Student", roleLearner),
-			member("student-2", "Alex Learner", roleLearner),
-			member(demoTeacher, "Terry Teacher", roleInstructor),
-		},
-	})
-}
 
 // The demo tool's pages: toolsim verifies and records the launch; the tool then shows
 // what it verified, or, for a deep-linking launch, offers content to return.
