@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -190,13 +191,29 @@ type toolMessage struct {
 }
 
 type toolConfiguration struct {
-	Domain           string            `json:"domain"`
-	TargetLinkURI    string            `json:"target_link_uri"`
-	CustomParameters map[string]string `json:"custom_parameters,omitempty"`
-	Claims           []string          `json:"claims,omitempty"`
-	Messages         []toolMessage     `json:"messages,omitempty"`
-	Description      string            `json:"description,omitempty"`
-	DeploymentID     string            `json:"deployment_id,omitempty"`
+	Domain string `json:"domain"`
+	// Scopes is where Moodle's enrol_lti puts the scopes it asks for (an array), rather
+	// than the registration's scope string: both are read.
+	Scopes           []string         `json:"scopes,omitempty"`
+	TargetLinkURI    string           `json:"target_link_uri"`
+	CustomParameters customParameters `json:"custom_parameters,omitempty"`
+	Claims           []string         `json:"claims,omitempty"`
+	Messages         []toolMessage    `json:"messages,omitempty"`
+	Description      string           `json:"description,omitempty"`
+	DeploymentID     string           `json:"deployment_id,omitempty"`
+}
+
+// customParameters are the tool's custom parameters: an object, or (PHP's empty array, as
+// Moodle sends it) [].
+type customParameters map[string]string
+
+// UnmarshalJSON reads an object of strings, or an empty array as none.
+func (c *customParameters) UnmarshalJSON(b []byte) error {
+	if t := strings.TrimSpace(string(b)); t == "[]" || t == "null" {
+		*c = nil
+		return nil
+	}
+	return json.Unmarshal(b, (*map[string]string)(c))
 }
 
 // clientRegistration is the tool's registration request and, with client_id, the answer.
@@ -249,9 +266,15 @@ func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 		registrationError(w, http.StatusUnauthorized, CodeInvalidRegistrationToken, "not a registration token of this platform, or expired.")
 		return
 	}
+	// Tolerant of members ltiop does not use (OpenID Connect registration has many; tools
+	// add label, placements, allowLearner… to their messages): unlike the API's bodies.
 	var req clientRegistration
-	if e := httpapi.DecodeJSON(r, &req); e != nil {
-		registrationError(w, http.StatusBadRequest, CodeInvalidClientMetadata, e.Description)
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		registrationError(w, http.StatusBadRequest, CodeInvalidClientMetadata, "the registration must be application/json.")
+		return
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		registrationError(w, http.StatusBadRequest, CodeInvalidClientMetadata, "the registration is not a JSON object of the registration's shape.")
 		return
 	}
 	treq, problem := req.toToolRequest(g.PreApproved)
@@ -280,6 +303,7 @@ func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 	req.ClientID = reg.EffectiveClientID()
 	req.ToolConfiguration.DeploymentID = reg.Spec.Deployment()
 	req.Scope = strings.Join(treq.Scopes, " ")
+	req.ToolConfiguration.Scopes = nil
 	httpapi.WriteJSON(w, http.StatusOK, req)
 }
 
@@ -320,7 +344,7 @@ func (req *clientRegistration) toToolRequest(active bool) (*ToolRequest, string)
 		}
 	}
 	// Scopes this platform does not grant are left out of the answer (DR 1.0 §3.6.2).
-	for _, s := range strings.Fields(req.Scope) {
+	for _, s := range append(strings.Fields(req.Scope), tc.Scopes...) {
 		if slices.Contains(knownScopes, ltiv1.Scope(s)) && !slices.Contains(out.Scopes, s) {
 			out.Scopes = append(out.Scopes, s)
 		}

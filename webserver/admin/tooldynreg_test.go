@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/admin"
 )
 
@@ -128,5 +130,45 @@ func TestToolDynamicRegistrationRefusals(t *testing.T) {
 	}
 	if r := h.call("POST", "/api/tools/registrations", map[string]any{"initiationUrl": "javascript:alert(1)"}); r.Status != 400 {
 		t.Fatalf("bad initiation URL: %d", r.Status)
+	}
+}
+
+// TestToolDynamicRegistrationMoodle posts the registration Moodle 4.x's enrol_lti ("Publish
+// as LTI tool", enrol/lti/register.php) sends: scopes inside the tool configuration, and
+// messages with label, placements and allowLearner. All of it is accepted.
+func TestToolDynamicRegistrationMoodle(t *testing.T) {
+	h := newToolsHarness(t)
+	a := h.start(false)
+	token := a.RegistrationToken
+	body := map[string]any{
+		"application_type": "web", "grant_types": []string{"client_credentials", "implicit"}, "response_types": []string{"id_token"},
+		"initiate_login_uri": "https://moodle.example.edu/enrol/lti/login.php?id=d2f1c0a9",
+		"redirect_uris":      []string{"https://moodle.example.edu/enrol/lti/launch.php", "https://moodle.example.edu/enrol/lti/launch_deeplink.php"},
+		"client_name":        "Moodle", "jwks_uri": "https://moodle.example.edu/enrol/lti/jwks.php",
+		"logo_uri": "https://moodle.example.edu/theme/image.php/boost/core/1/moodlelogo", "token_endpoint_auth_method": "private_key_jwt",
+		"https://purl.imsglobal.org/spec/lti-tool-configuration": map[string]any{
+			"domain": "moodle.example.edu", "target_link_uri": "https://moodle.example.edu/enrol/lti/launch.php", "custom_parameters": []any{},
+			"scopes": []string{"https://purl.imsglobal.org/spec/lti-ags/scope/lineitem", "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly",
+				"https://purl.imsglobal.org/spec/lti-ags/scope/score", "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"},
+			"claims": []string{"iss", "sub", "aud", "given_name", "family_name", "email", "picture"},
+			"messages": []map[string]any{
+				{"type": "LtiDeepLinkingRequest", "allowLearner": false, "target_link_uri": "https://moodle.example.edu/enrol/lti/launch_deeplink.php",
+					"label": "Moodle (deep linking)", "placements": []string{"ContentArea"}},
+				{"type": "LtiResourceLinkRequest", "allowLearner": true, "target_link_uri": "https://moodle.example.edu/enrol/lti/launch.php",
+					"label": "Moodle", "placements": []string{"ContentArea"}},
+			},
+		},
+	}
+	r := testhttp.Do(t, http.DefaultClient, testhttp.NewRequest(t, "POST", h.api.URL+"/lti/platform/register", body, "Authorization", "Bearer "+token))
+	var ans map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &ans); err != nil || r.Status != 200 {
+		t.Fatalf("Moodle's registration: %d %s", r.Status, r.Body)
+	}
+	tc, _ := ans["https://purl.imsglobal.org/spec/lti-tool-configuration"].(map[string]any)
+	clientID, _ := ans["client_id"].(string)
+	got := h.tools.ByClientID(clientID)
+	if got == nil || tc["deployment_id"] != "1" || len(got.Spec.Scopes) != 4 || string(got.Spec.DeepLinkingURL) != "https://moodle.example.edu/enrol/lti/launch_deeplink.php" ||
+		string(got.Spec.LoginURL) != "https://moodle.example.edu/enrol/lti/login.php?id=d2f1c0a9" || got.Spec.Name != "Moodle" {
+		t.Fatalf("registered: %+v, answer %s", got, r.Body)
 	}
 }
