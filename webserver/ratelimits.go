@@ -13,19 +13,20 @@ import (
 // rateLimited are the routes anyone can reach without a credential, by "METHOD /path",
 // with their limit group. The Bearer and LTIK APIs are not here: a credential guards them.
 var rateLimited = map[string]string{
-	"GET " + paths.Login:              "launch",
-	"POST " + paths.Login:             "launch",
-	"POST " + paths.Launch:            "launch",
-	"POST " + paths.LaunchComplete:    "launch",
-	"GET " + paths.Register:           "register",
-	"GET " + paths.RegisterWithToken:  "register", // one bucket with /lti/register: guessing tokens costs the same
-	"POST " + paths.PlatformRegister:  "register", // a tool registering with ltiop as the platform: the same bucket
-	"GET " + paths.PlatformAuthorize:  "platformAuthorize",
-	"POST " + paths.PlatformAuthorize: "platformAuthorize",
-	"POST " + paths.PlatformToken:     "platformToken",
-	"GET /oauth/start/{platformId}":   "oauth",
-	"GET /oauth/callback":             "oauth",
-	"POST " + paths.Notices:           "notices",
+	"GET " + paths.Login:                    "launch",
+	"POST " + paths.Login:                   "launch",
+	"POST " + paths.Launch:                  "launch",
+	"POST " + paths.LaunchComplete:          "launch",
+	"GET " + paths.Register:                 "register",
+	"GET " + paths.RegisterWithToken:        "register", // one bucket with /lti/register: guessing tokens costs the same
+	"POST " + paths.PlatformRegister:        "register", // a tool registering with ltiop as the platform: the same bucket
+	"GET " + paths.PlatformRegistrationPage: "register",
+	"GET " + paths.PlatformAuthorize:        "platformAuthorize",
+	"POST " + paths.PlatformAuthorize:       "platformAuthorize",
+	"POST " + paths.PlatformToken:           "platformToken",
+	"GET /oauth/start/{platformId}":         "oauth",
+	"GET /oauth/callback":                   "oauth",
+	"POST " + paths.Notices:                 "notices",
 }
 
 // rateLimits wraps the limited routes in their group's middleware.

@@ -211,6 +211,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 			Route{"POST", "/api/tools/registrations", bearer(dr.Start)},
 			Route{"GET", paths.PlatformOpenIDConfiguration, http.HandlerFunc(dr.Configuration)},
 			Route{"POST", paths.PlatformRegister, http.HandlerFunc(dr.Register)},
+			Route{"GET", paths.PlatformRegistrationPage, http.HandlerFunc(dr.Page)},
 		)
 	}
 	mux := http.NewServeMux()

@@ -41,6 +41,8 @@ const (
 	// Registration with ltiop as the platform); PlatformRegister its registration endpoint.
 	PlatformOpenIDConfiguration = "/lti/platform/openid-configuration"
 	PlatformRegister            = "/lti/platform/register"
+	// PlatformRegistrationPage frames a tool's registration and relays its closing message.
+	PlatformRegistrationPage = "/lti/platform/registration"
 )
 
 // KeySet is the key set of one registration: only its own keys, so an LMS downloads what

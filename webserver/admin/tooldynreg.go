@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"html/template"
 	"mime"
 	"net/http"
 	"net/url"
@@ -73,15 +74,22 @@ type StartRequest struct {
 
 // StartAnswer is the answer of POST /api/tools/registrations.
 type StartAnswer struct {
-	RegistrationToken   string    `json:"registrationToken"`
-	OpenIDConfiguration string    `json:"openidConfiguration"`
-	URL                 string    `json:"url"`
-	ExpiresAt           time.Time `json:"expiresAt"`
+	RegistrationToken   string `json:"registrationToken"`
+	OpenIDConfiguration string `json:"openidConfiguration"`
+	URL                 string `json:"url"`
+	// PageURL is ltiop's registration page, which frames URL and passes the tool's
+	// org.imsglobal.lti.close on to the window that opened it: tools post that message to
+	// the platform issuer's origin, which is ltiop's, not the integrator's.
+	PageURL   string    `json:"pageUrl"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 type registrationGrant struct {
 	PreApproved bool   `json:"p,omitempty"`
 	ToolID      string `json:"t,omitempty"`
+	// InitiationURL is the tool's initiation URL with its parameters: what the
+	// registration page frames.
+	InitiationURL string `json:"u,omitempty"`
 }
 
 // Start answers POST /api/tools/registrations (Bearer).
@@ -109,20 +117,64 @@ func (d *ToolDynReg) Start(w http.ResponseWriter, r *http.Request) {
 	if ttl <= 0 {
 		ttl = DefaultRegistrationTokenTTL
 	}
+	config := strings.TrimRight(d.PublicURL, "/") + paths.PlatformOpenIDConfiguration
+	u, _ := url.Parse(req.InitiationURL) // checked above
+	q := u.Query()
+	q.Set("openid_configuration", config)
+	// The token goes into the initiation URL, which goes into the token: seal a first token
+	// for the URL, then the page's token with the URL in it. Both open the registration.
 	b, _ := json.Marshal(registrationGrant{PreApproved: req.PreApproved, ToolID: req.ToolID}) // a bool and a string: cannot fail
 	token, err := d.Sealer.Seal(sessions.PurposeToolRegistration, b, ttl)
 	if err != nil {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The sealing keys are not loaded yet."))
 		return
 	}
-	config := strings.TrimRight(d.PublicURL, "/") + paths.PlatformOpenIDConfiguration
-	u, _ := url.Parse(req.InitiationURL) // checked above
-	q := u.Query()
-	q.Set("openid_configuration", config)
 	q.Set("registration_token", token)
 	u.RawQuery = q.Encode()
+	b, _ = json.Marshal(registrationGrant{InitiationURL: u.String()})
+	page, err := d.Sealer.Seal(sessions.PurposeToolRegistration, b, ttl)
+	if err != nil {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The sealing keys are not loaded yet."))
+		return
+	}
 	httpapi.WriteJSON(w, http.StatusCreated, StartAnswer{RegistrationToken: token, OpenIDConfiguration: config, URL: u.String(),
+		PageURL:   strings.TrimRight(d.PublicURL, "/") + paths.PlatformRegistrationPage + "?" + url.Values{"page": {page}}.Encode(),
 		ExpiresAt: d.now().Add(ttl).UTC().Truncate(time.Second)})
+}
+
+var registrationPage = template.Must(template.New("registration").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Registering a tool</title>
+<style>html,body{margin:0;height:100%}iframe{border:0;width:100%;height:100%}</style></head>
+<body><iframe id="tool" src="{{.URL}}" title="Tool registration"></iframe>
+<script nonce="{{.Nonce}}">
+window.addEventListener('message', function (e) {
+  if (e.source !== document.getElementById('tool').contentWindow || !e.data || e.data.subject !== 'org.imsglobal.lti.close') { return }
+  var to = window.opener || window.parent
+  if (to && to !== window) { to.postMessage({subject: 'org.imsglobal.lti.close'}, '*') }
+})
+</script></body></html>`))
+
+// Page answers GET /lti/platform/registration?page=…: the page that frames the tool's
+// registration and relays its closing message to the integrator's window. Only a page
+// token ltiop sealed opens it: it frames no other URL than the one the integrator started.
+func (d *ToolDynReg) Page(w http.ResponseWriter, r *http.Request) {
+	o, err := d.Sealer.OpenToken(sessions.PurposeToolRegistration, r.URL.Query().Get("page"), d.now())
+	var g registrationGrant
+	if err != nil || json.Unmarshal(o.Payload, &g) != nil || g.InitiationURL == "" {
+		httpapi.WriteErrorPage(w, r, httpapi.Errorf(http.StatusBadRequest, CodeInvalidRegistrationToken,
+			"This registration link is not one of this platform, or it expired: start the registration again."), "Registration link not valid")
+		return
+	}
+	u, _ := url.Parse(g.InitiationURL) // sealed by Start, which checked it
+	nonce := httpapi.RandomToken(16)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-"+nonce+"'; frame-src "+u.Scheme+"://"+u.Host+"; base-uri 'none'; form-action 'none'")
+	w.WriteHeader(http.StatusOK)
+	_ = registrationPage.Execute(w, map[string]string{"URL": g.InitiationURL, "Nonce": nonce})
 }
 
 type messageSupported struct {
@@ -262,7 +314,7 @@ func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 	now := d.now()
 	o, err := d.Sealer.OpenToken(sessions.PurposeToolRegistration, strings.TrimSpace(token), now)
 	var g registrationGrant
-	if err != nil || json.Unmarshal(o.Payload, &g) != nil {
+	if err != nil || json.Unmarshal(o.Payload, &g) != nil || g.InitiationURL != "" { // a page's token registers nothing
 		registrationError(w, http.StatusUnauthorized, CodeInvalidRegistrationToken, "not a registration token of this platform, or expired.")
 		return
 	}

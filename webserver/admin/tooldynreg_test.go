@@ -172,3 +172,35 @@ func TestToolDynamicRegistrationMoodle(t *testing.T) {
 		t.Fatalf("registered: %+v, answer %s", got, r.Body)
 	}
 }
+
+// TestToolRegistrationPage: the page ltiop serves frames the tool's initiation URL (and no
+// other), with a CSP that lets only that origin in a frame and only its own script run,
+// and relays the closing message; its token registers nothing.
+func TestToolRegistrationPage(t *testing.T) {
+	h := newToolsHarness(t)
+	a := h.start(false)
+	if !strings.HasPrefix(a.PageURL, h.api.URL+"/lti/platform/registration?page=") {
+		t.Fatalf("pageUrl %q", a.PageURL)
+	}
+	r := testhttp.Do(t, http.DefaultClient, testhttp.NewRequest(t, "GET", a.PageURL, nil))
+	csp := r.Header.Get("Content-Security-Policy")
+	if r.Status != 200 || !strings.Contains(r.Body, `src="`+strings.ReplaceAll(a.URL, "&", "&amp;")+`"`) ||
+		!strings.Contains(r.Body, "org.imsglobal.lti.close") || !strings.Contains(csp, "frame-src https://tool.example.com;") ||
+		!strings.Contains(csp, "script-src 'nonce-") {
+		t.Fatalf("page: %d %s\nCSP %s", r.Status, r.Body, csp)
+	}
+	page, _ := url.Parse(a.PageURL)
+	pageToken := page.Query().Get("page")
+	init := "https://tool.example.com/r?openid_configuration=" + url.QueryEscape(h.api.URL+"/lti/platform/openid-configuration") +
+		"&registration_token=" + url.QueryEscape(pageToken)
+	if _, err := newRegisteringTool(t).Register(context.Background(), init, "https://tool.example.com", nil, false); err == nil ||
+		!strings.Contains(err.Error(), "INVALID_REGISTRATION_TOKEN") {
+		t.Fatalf("the page's token registered: %v", err)
+	}
+	for _, bad := range []string{"", "forged", a.RegistrationToken} {
+		r = testhttp.Do(t, http.DefaultClient, testhttp.NewRequest(t, "GET", h.api.URL+"/lti/platform/registration?page="+url.QueryEscape(bad), nil))
+		if r.Status != 400 || strings.Contains(r.Body, "<iframe") {
+			t.Errorf("page %q: %d", bad, r.Status)
+		}
+	}
+}

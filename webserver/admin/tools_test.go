@@ -100,6 +100,7 @@ func newToolsHarness(t *testing.T) *toolsHarness {
 	mux.HandleFunc("POST /api/tools/registrations", h.dynreg.Start)
 	mux.HandleFunc("GET "+paths.PlatformOpenIDConfiguration, h.dynreg.Configuration)
 	mux.HandleFunc("POST "+paths.PlatformRegister, h.dynreg.Register)
+	mux.HandleFunc("GET "+paths.PlatformRegistrationPage, h.dynreg.Page)
 	mux.HandleFunc("GET /api/tools", api.List)
 	mux.HandleFunc("POST /api/tools", api.Create)
 	mux.HandleFunc("GET /api/tools/{id}", api.Get)

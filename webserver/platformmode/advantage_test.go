@@ -724,7 +724,9 @@ func TestSubmissionReviewLaunch(t *testing.T) {
 // and the per-tool URL overrides the installation's.
 func TestDataAPIOutboundPolicy(t *testing.T) {
 	internal := testoutbound.NewInternal(t)
-	h := newHarness(t, func(r *v1alpha1.ToolRegistration) { r.Spec.PlatformDataURL = v1alpha1.EndpointURL(internal.URL + "/data") })
+	h := newHarness(t, func(r *v1alpha1.ToolRegistration) {
+		r.Spec.PlatformDataURL = v1alpha1.EndpointURL(internal.URL + "/data")
+	})
 	policy := testoutbound.Public()
 	policy.Timeout = dataTimeout
 	h.platform.SetData(&platformdata.Client{Sender: &webhook.Sender{Client: webhook.NewClient(policy), Key: func() []byte { return h.dataKey }}})
