@@ -135,3 +135,33 @@ func BenchmarkSign(b *testing.B) {
 		_ = Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body)
 	}
 }
+
+// TestCallReturnsTheAnswer: Call signs as Deliver does and returns the status and the
+// answer, bounded (the platform data API's calls).
+func TestCallReturnsTheAnswer(t *testing.T) {
+	var answer string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if Verify(mustKey(t), r.Header, body, time.Now(), time.Minute) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	s := &Sender{Client: NewClient(testoutbound.Public()), Key: func() []byte { return mustKey(t) }}
+	answer = `{"details":{"description":"no such line item"}}`
+	status, got, err := s.Call(context.Background(), outbound.TargetPlatformData, srv.URL, "msg_2", []byte(`{"operation":"lineitems.get"}`), 1024)
+	if err != nil || status != http.StatusNotFound || string(got) != answer {
+		t.Fatalf("Call = %d %q %v", status, got, err)
+	}
+	answer = strings.Repeat("x", 2000)
+	if _, _, err := s.Call(context.Background(), outbound.TargetPlatformData, srv.URL, "msg_3", []byte(`{}`), 1024); !errors.Is(err, ErrAnswerTooLarge) {
+		t.Fatalf("a 2000-byte answer read with limit 1024: %v", err)
+	}
+	none := &Sender{Client: NewClient(testoutbound.Public()), Key: func() []byte { return nil }}
+	if _, _, err := none.Call(context.Background(), outbound.TargetPlatformData, srv.URL, "msg_4", []byte(`{}`), 1024); !errors.Is(err, ErrNoSecret) {
+		t.Fatalf("without a secret: %v", err)
+	}
+}
