@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -422,16 +423,21 @@ func (p *Platform) PostScore(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var s advantage.Score
-	if e := readBody(r, mediaScore, &s); e != nil {
+	var raw json.RawMessage
+	if e := readBody(r, mediaScore, &raw); e != nil {
 		serviceError(w, endpoint, e)
 		return
 	}
-	if fe := advantage.ValidateReceivedScore(&s); fe != nil {
+	s, e := decodeScore(raw)
+	if e != nil {
+		serviceError(w, endpoint, e)
+		return
+	}
+	if fe := advantage.ValidateReceivedScore(s); fe != nil {
 		serviceError(w, endpoint, httpapi.Errorf(http.StatusBadRequest, CodeInvalidScore, fe.Error()))
 		return
 	}
-	req.Score = &s
+	req.Score = s
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, nil); e != nil {
 		serviceError(w, endpoint, e)
 		return
@@ -439,6 +445,38 @@ func (p *Platform) PostScore(w http.ResponseWriter, r *http.Request) {
 	count(endpoint, "ok")
 	httpapi.WriteJSON(w, http.StatusOK, scoreAnswer{
 		ResultURL: lineItemURL(c.root, req.LineItemID) + "/results?" + url.Values{"user_id": {s.UserID}}.Encode()})
+}
+
+// decodeScore reads a posted score. scoreGiven and scoreMaximum may be numbers written as
+// JSON strings ("85.00000"): Moodle's grade sync sends its grades so (P-AGS-07); they are
+// read as the numbers they spell, and anything else not a number is refused.
+func decodeScore(body []byte) (*advantage.Score, *httpapi.Error) {
+	var s advantage.Score
+	if json.Unmarshal(body, &s) == nil {
+		return &s, nil
+	}
+	var raw map[string]json.RawMessage // the slow path, for numbers in strings
+	if json.Unmarshal(body, &raw) != nil {
+		return nil, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidBody, "The body is not a JSON object.")
+	}
+	for _, k := range []string{"scoreGiven", "scoreMaximum"} {
+		var str string
+		if v, ok := raw[k]; ok && len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &str) == nil {
+			f, err := strconv.ParseFloat(strings.TrimSpace(str), 64)
+			if err != nil {
+				return nil, httpapi.Errorf(http.StatusBadRequest, CodeInvalidScore, k+": must be a number")
+			}
+			raw[k] = strconv.AppendFloat(nil, f, 'g', -1, 64)
+		}
+	}
+	b, err := json.Marshal(raw)
+	if err == nil {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil {
+		return nil, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidBody, "The body is not a score of the expected shape.")
+	}
+	return &s, nil
 }
 
 // Results serves GET {root}/lineitems/{lineItem}/results (P-AGS-08).

@@ -451,6 +451,15 @@ func TestServiceRefusals(t *testing.T) {
 		if n := len(h.data.Calls()); n != before {
 			t.Fatalf("%d bad scores reached the integrator", n-before)
 		}
+		// Moodle's grade sync: scoreGiven a string of digits, timestamp PHP's ISO8601 (+0000).
+		moodle := map[string]any{"userId": "u2", "scoreGiven": "8.50000", "scoreMaximum": 10, "activityProgress": "Completed",
+			"gradingProgress": "FullyGraded", "timestamp": "2026-11-29T01:00:00+0000"}
+		if ans := h.call("POST", lineItem+"/scores", tok, "", mediaScore, moodle); ans.Status != 200 {
+			t.Fatalf("Moodle's score: %d %s", ans.Status, ans.Body)
+		}
+		if got := h.data.Scores("course-1", li1); *got[len(got)-1].ScoreGiven != 8.5 {
+			t.Fatalf("the integrator got %v", *got[len(got)-1].ScoreGiven)
+		}
 		// extra credit is allowed (AGS §3.4: scoreGiven may exceed scoreMaximum), a cleared score too.
 		extra := map[string]any{"userId": "u1", "scoreGiven": 12, "scoreMaximum": 10, "activityProgress": "Completed",
 			"gradingProgress": "FullyGraded", "timestamp": "2026-11-29T02:00:00.000Z"}
