@@ -149,6 +149,9 @@ var _ = Describe("ToolRegistration controller", func() {
 		Entry("a JWK_SET key",
 			func(t *ltiv1.ToolRegistration) { t.Spec.AuthConfig.Key = "http://tool.example/jwks" }, "authConfig.key",
 			func(t *ltiv1.ToolRegistration) { t.Spec.DevMode = true }),
+		Entry("platformDataUrl",
+			func(t *ltiv1.ToolRegistration) { t.Spec.PlatformDataURL = "http://learn.example/ltiop-data" }, "platformDataUrl",
+			func(t *ltiv1.ToolRegistration) { t.Spec.PlatformDataURL = "https://learn.example/ltiop-data" }),
 	)
 
 	It("refuses a redirection URI with a fragment", func() {

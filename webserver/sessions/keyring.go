@@ -48,7 +48,7 @@ type Keyring struct {
 // knownPurposes are those whose headers are encoded once per key set (and whose tokens
 // Open splits without jwe.Parse); any other valid purpose works, at jwx's generic cost.
 var knownPurposes = []string{PurposeLTIK, PurposeServiceKey, PurposeState, PurposeMessageHint, PurposePayload, PurposeDeepLinkReturn, PurposeListCursor,
-	PurposePendingLaunch, PurposeRegistration, PurposeNoticeKey, PurposeServiceGrant}
+	PurposePendingLaunch, PurposeRegistration, PurposeNoticeKey, PurposeServiceGrant, PurposeToolRegistration}
 
 // protectedHeaders returns, as jwx headers, the protected header of a token of purpose
 // sealed with key: kid, typ and zip (encodedHeader adds alg "dir" and enc "A256GCM", as
