@@ -16,6 +16,7 @@ import (
 	"github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testdocs"
 	"github.com/ltiop/ltiop/test/utils/testoutbound"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/httpapi"
@@ -745,5 +746,35 @@ func TestDataAPIOutboundPolicy(t *testing.T) {
 	internal.Untouched(t)
 	if n := len(h.data.Calls()); n != 0 {
 		t.Fatalf("the installation's data API was called %d times: the tool's own URL overrides it", n)
+	}
+}
+
+// TestDocsServicesCurlExamples runs docs/platform-services.md's curl examples as written:
+// the integrator's answer with ltiop's services, and a tool's token, roster read and score.
+func TestDocsServicesCurlExamples(t *testing.T) {
+	h := newHarness(t, nil)
+	seedCourse(h, "course-7", 3)
+	page := "../../docs/platform-services.md"
+	payload := h.launchToPayload(platformmode.CreateLaunchRequest{User: "learner-1", ResourceLink: &ltiplatform.ResourceLink{ID: "rl-1"}})
+	out := testdocs.Run(t, page, "## Launching with ltiop's services", "LTIOP_URL="+h.ltiop.URL, "LTIOP_API_KEY=k", "PAYLOAD="+payload)
+	var ans platformmode.IDTokenAnswer
+	if err := json.Unmarshal([]byte(out), &ans); err != nil || !strings.Contains(decodeMiddle(t, ans.IDToken), h.ltiop.URL+servicesPathPrefix) ||
+		!strings.Contains(decodeMiddle(t, ans.IDToken), "/lineitems/31") {
+		t.Fatalf("the launch example: %s", out)
+	}
+
+	li := h.data.AddLineItem("course-7", advantage.LineItem{Label: "Quiz 3", ScoreMaximum: 10})
+	memberships, _, lineItem, _ := serviceURLs(t, h.servedLaunch("course-7", li))
+	assertion, err := h.tool.ClientAssertion(h.ltiop.URL + paths.PlatformToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = testdocs.Run(t, page, "## What tools call", "LTIOP_URL="+h.ltiop.URL, "ASSERTION="+assertion,
+		"MEMBERSHIPS_URL="+memberships, "LINEITEM_URL="+lineItem)
+	if !strings.Contains(out, `"user_id":"course-7-user-b"`) || !strings.Contains(out, `"resultUrl":"`) {
+		t.Fatalf("the tool's example: %s", out)
+	}
+	if got := h.data.Scores("course-7", li); len(got) != 1 || got[0].UserID != "user-42" {
+		t.Fatalf("the integrator received %+v", got)
 	}
 }
