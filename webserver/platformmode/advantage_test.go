@@ -332,7 +332,7 @@ func TestServiceRefusals(t *testing.T) {
 	goodScore := map[string]any{"userId": "u1", "scoreGiven": 1, "scoreMaximum": 2, "activityProgress": "Completed",
 		"gradingProgress": "FullyGraded", "timestamp": "2026-11-29T01:00:00.000Z"}
 
-	t.Run("P-NRPS-01 no token, another scheme, a forged token", func(t *testing.T) {
+	t.Run("P-NRPS-01 P-AGS-01 no token, another scheme, a forged token", func(t *testing.T) {
 		h := h.on(t)
 		ans := h.call("GET", memberships, "", "", "", nil)
 		refused(t, ans, 401, httpapi.CodeMissingAuthorization)
@@ -359,7 +359,7 @@ func TestServiceRefusals(t *testing.T) {
 		}
 	})
 
-	t.Run("P-NRPS-02 forged grant", func(t *testing.T) {
+	t.Run("P-NRPS-02 P-AGS-01 forged grant", func(t *testing.T) {
 		h := h.on(t)
 		grant := strings.TrimPrefix(strings.TrimSuffix(memberships, "/memberships"), h.ltiop.URL+servicesPathPrefix)
 		// Flip a character inside the ciphertext: the seal does not open.
@@ -394,7 +394,7 @@ func TestServiceRefusals(t *testing.T) {
 		}
 	})
 
-	t.Run("wrong context: course 2's line item through course 1's grant", func(t *testing.T) {
+	t.Run("P-AGS-06 wrong context: course 2's line item through course 1's grant", func(t *testing.T) {
 		h := h.on(t)
 		refused(t, h.call("POST", lineItems+"/"+li2+"/scores", tok, "", mediaScore, goodScore), 404, "NOT_FOUND")
 		refused(t, h.call("GET", lineItems+"/"+li2, tok, "", "", nil), 404, "NOT_FOUND")
