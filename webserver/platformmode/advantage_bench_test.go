@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/test/utils/testcpu"
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/platformdata"
 	"github.com/ltiop/ltiop/webserver/webhook"
@@ -56,6 +57,7 @@ func BenchmarkRosterPage100(b *testing.B) {
 	handler, path, _, tok := benchService(b, cannedData{status: 200, body: body})
 	b.ReportAllocs()
 	b.ResetTimer()
+	done := testcpu.PerOp(b)
 	for b.Loop() {
 		req := httptest.NewRequest("GET", path+"?limit=100", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -65,6 +67,7 @@ func BenchmarkRosterPage100(b *testing.B) {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
 	}
+	done()
 }
 
 // BenchmarkScorePost serves one AGS score post (target: ≤ 0.3 ms of server CPU).
@@ -73,6 +76,7 @@ func BenchmarkScorePost(b *testing.B) {
 	score := []byte(`{"userId":"user-7","scoreGiven":8,"scoreMaximum":10,"activityProgress":"Completed","gradingProgress":"FullyGraded","timestamp":"2026-11-29T01:00:00.123Z","comment":"Well done"}`)
 	b.ReportAllocs()
 	b.ResetTimer()
+	done := testcpu.PerOp(b)
 	for b.Loop() {
 		req := httptest.NewRequest("POST", lineItem+"/scores", bytes.NewReader(score))
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -83,4 +87,5 @@ func BenchmarkScorePost(b *testing.B) {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
 	}
+	done()
 }
