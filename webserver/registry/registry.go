@@ -61,8 +61,8 @@ type Platform struct {
 
 type issuerClient struct{ issuer, clientID string }
 
-// Launchable: active, with a key, and Ready for its current generation; the login and the
-// launch accept it.
+// Launchable says the registration is active, has a key and is Ready for its current
+// generation: the login and the launch accept it.
 func (p *Platform) Launchable() bool { return p.Spec.IsActive() && p.Ready && p.Key != nil }
 
 // PublicKeyPEM is the tool key's public half as a PKIX PEM, "" while the registration has
