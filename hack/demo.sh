@@ -10,6 +10,13 @@ if [[ ${LTIOP_DEMO_REPLICAS:-1} =~ ^[2-9]$ ]] && [ -z "${LTIOP_REPLAY_STORE:-}" 
   echo "Install it (Debian/Ubuntu: sudo apt-get install redis-server), or set LTIOP_REPLAY_STORE to a Redis of your own." >&2
   exit 1
 fi
+# ltiop refuses an API key shorter than 32 characters (httpapi.MinAPIKeyLength) and would
+# never become ready: say so now, not after a build and a two-minute wait.
+if [ -n "${LTIOP_API_KEY:-}" ] && [ ${#LTIOP_API_KEY} -lt 32 ]; then
+  echo "demo: LTIOP_API_KEY has ${#LTIOP_API_KEY} characters; ltiop needs at least 32." >&2
+  echo "Unset it for a random key, or set a longer one: export LTIOP_API_KEY=\$(openssl rand -hex 32)" >&2
+  exit 1
+fi
 assets=$(hack/build-binaries.sh)
 server_minor=$(basename "$assets" | cut -d. -f2)
 

@@ -38,6 +38,7 @@ import (
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/webserver/httpapi"
 )
 
 const namespace = "ltiop-system"
@@ -72,9 +73,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	apiKey := os.Getenv("LTIOP_API_KEY")
-	if apiKey == "" {
-		apiKey = randomKey()
+	apiKey, err := demoAPIKey(os.Getenv("LTIOP_API_KEY"))
+	if err != nil {
+		return err
 	}
 	publicURL := envOr("LTIOP_PUBLIC_URL", "http://"+reachable(listen))
 	lms, err := startDemoLMS(envOr("LTIOP_DEMO_LMS_LISTEN", "127.0.0.1:3001"), publicURL, apiKey)
@@ -264,6 +265,21 @@ func run() error {
 }
 
 // seed creates the namespace, the API key Secret and the sample registrations.
+// demoAPIKey is LTIOP_API_KEY, or a random key when it is unset. A key ltiop would refuse
+// (shorter than httpapi.MinAPIKeyLength) is an error now, rather than a server that never
+// becomes ready.
+func demoAPIKey(fromEnv string) (string, error) {
+	if fromEnv == "" {
+		return randomKey(), nil
+	}
+	if len(fromEnv) < httpapi.MinAPIKeyLength {
+		return "", fmt.Errorf("LTIOP_API_KEY has %d characters; ltiop needs at least %d. "+
+			"Unset it for a random key, or set a longer one: export LTIOP_API_KEY=$(openssl rand -hex 32)",
+			len(fromEnv), httpapi.MinAPIKeyLength)
+	}
+	return fromEnv, nil
+}
+
 func seed(ctx context.Context, k8s client.Client, root string, cfg *config.Config, apiKey string) error {
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}); err != nil {
 		return err

@@ -54,6 +54,15 @@
 // reproduced with `go run ./hack/launchload -bin /tmp/ltiop-before,/tmp/ltiop-after -floor`.
 // The issue's target, 300 µs per login + launch in the running server, is below the floor
 // on this machine: no change to ltiop's own code reaches it.
+//
+// -plain (issue #25) measures against the floor the way the issue's external driver does:
+// no proxy in front (no X-Forwarded-For, no trusted proxies), launch rate limits off,
+// plain HTTP on loopback, and the floor always run beside; each binary's median is
+// printed with its ratio to the floor's, and the median of the per-round ratios (each
+// round's binaries run back to back, so they share that round's background load). The
+// issue's target is a ratio of at most 2: ltiop's LTI work no more than net/http's.
+//
+//	go run ./hack/launchload -plain -c 8 -bin /tmp/ltiop-before,/tmp/ltiop-after -n 3000 -rounds 7
 package main
 
 import (
@@ -102,7 +111,7 @@ const (
 type options struct {
 	n, rounds, warmup, browsers, clients int
 	bin, profile                         string
-	dev, floor                           bool
+	dev, floor, plain                    bool
 }
 
 func main() {
@@ -116,7 +125,9 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "also write a CPU profile of one more round to this file")
 	flag.BoolVar(&o.dev, "dev", false, "run ltiop in dev mode (debug logs) instead of production mode")
 	flag.BoolVar(&o.floor, "floor", false, "also measure hack/launchload/floor (net/http answering the same traffic with no LTI work) and print each binary's CPU above it")
+	flag.BoolVar(&o.plain, "plain", false, "plain HTTP with nothing in front: no X-Forwarded-For or trusted proxy, launch rate limits off; implies -floor and prints each binary's ratio to it")
 	flag.Parse()
+	o.floor = o.floor || o.plain
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "launchload:", err)
 		os.Exit(1)
@@ -220,8 +231,9 @@ func run(o options) error {
 		}
 	}
 
-	fmt.Printf("%s mode, replay store %s, %d browsers, %d launches per round; rounds alternate between binaries\n",
-		map[bool]string{true: "dev", false: "production"}[o.dev], envOr("LTIOP_REPLAY_STORE", "memory"), o.browsers, o.n)
+	fmt.Printf("%s mode%s, replay store %s, %d browsers, %d launches per round; rounds alternate between binaries\n",
+		map[bool]string{true: "dev", false: "production"}[o.dev], map[bool]string{true: ", plain HTTP (no proxy, launch rate limits off)"}[o.plain],
+		envOr("LTIOP_REPLAY_STORE", "memory"), o.browsers, o.n)
 	for r := 1; r <= o.rounds; r++ {
 		for _, t := range targets {
 			if err := t.round(o.n); err != nil {
@@ -243,8 +255,16 @@ func run(o options) error {
 	}
 	if o.floor {
 		floor := medians[len(medians)-1]
+		floorRounds := targets[len(targets)-1].perLaunch
 		for i, t := range targets[:len(targets)-1] {
 			fmt.Printf("above the floor %s: %.1f µs of server CPU per login+launch\n", t.bin, float64(medians[i]-floor)/1e3)
+			ratios := make([]float64, len(t.perLaunch))
+			for r, m := range t.perLaunch {
+				ratios[r] = float64(m.cpu) / float64(floorRounds[r].cpu)
+			}
+			slices.Sort(ratios)
+			fmt.Printf("ratio to the floor %s: %.2f (medians), %.2f (median of the per-round ratios, %.2f–%.2f)\n",
+				t.bin, float64(medians[i])/float64(floor), ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 		}
 	}
 
@@ -324,12 +344,17 @@ func startServer(t *target, kubeconfig, caFile string, o options) (*server, erro
 		"LTIOP_NAMESPACE="+t.namespace, "LTIOP_PUBLIC_URL="+publicURL, "LTIOP_LAUNCH_URL="+launchURL,
 		"LTIOP_LISTEN="+t.web, "LTIOP_METRICS_LISTEN="+t.metrics,
 		"LTIOP_DEV_MODE="+strconv.FormatBool(o.dev), "LTIOP_SHUTDOWN_DELAY=0s",
-		// The browsers come through a "proxy" on loopback and name their address in
-		// X-Forwarded-For: the default per-client limits apply to each, as behind an ingress.
-		"LTIOP_TRUSTED_PROXIES=127.0.0.1",
 		// The LMS's key set is on loopback, which the SSRF guard refuses otherwise.
 		"LTIOP_OUTBOUND_ALLOW_LOOPBACK=true",
 	)
+	if o.plain {
+		// Nothing in front and one client address: the launch limit would refuse it.
+		cmd.Env = append(cmd.Env, "LTIOP_RATE_LIMIT_LAUNCH=0")
+	} else {
+		// The browsers come through a "proxy" on loopback and name their address in
+		// X-Forwarded-For: the default per-client limits apply to each, as behind an ingress.
+		cmd.Env = append(cmd.Env, "LTIOP_TRUSTED_PROXIES=127.0.0.1")
+	}
 	if o.profile != "" {
 		cmd.Env = append(cmd.Env, "LTIOP_ENABLE_PPROF=true")
 	}
@@ -451,7 +476,7 @@ func (d *driver) launch() error {
 	login := url.Values{"iss": {d.lms.Issuer}, "login_hint": {user}, "target_link_uri": {target},
 		"client_id": {clientID}, "lti_deployment_id": {deployment}, "lti_message_hint": {string(hint)}}
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, d.base+paths.Login+"?"+login.Encode(), nil)
-	req.Header.Set("X-Forwarded-For", ip)
+	d.forwardedFor(req, ip)
 	res, err := d.do(req, http.StatusFound) //nolint:bodyclose // d.do closes the body; res is returned for its headers
 	if err != nil {
 		return fmt.Errorf("login: %w", err)
@@ -468,7 +493,7 @@ func (d *driver) launch() error {
 	form := url.Values{"id_token": {token}, "state": {q.Get("state")}}
 	req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, d.base+paths.Launch, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Forwarded-For", ip)
+	d.forwardedFor(req, ip)
 	for _, c := range res.Cookies() { // a browser sends the Secure cookie back over https
 		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value}) //nolint:gosec // G124: a cookie sent back in a request, not set
 	}
@@ -480,6 +505,13 @@ func (d *driver) launch() error {
 		return fmt.Errorf("launch: no ltik in %q", res.Header.Get("Location"))
 	}
 	return nil
+}
+
+// forwardedFor names the browser's address as a proxy in front would (not in -plain mode).
+func (d *driver) forwardedFor(req *http.Request, ip string) {
+	if !d.o.plain {
+		req.Header.Set("X-Forwarded-For", ip)
+	}
 }
 
 // do sends req and checks the status; the body is read so the connection is reused.

@@ -8,7 +8,6 @@ package version
 import (
 	"runtime"
 	"runtime/debug"
-	"strings"
 )
 
 // Version is the released version (a git tag, or git describe output), or "dev".
@@ -50,27 +49,3 @@ func (i Info) String() string {
 
 // UserAgent is sent on every outbound HTTP request (Canvas requires one).
 func UserAgent() string { return "ltiop/" + Version }
-
-// SemverBuildMetadata is the version and commit as SemVer build metadata (dot-separated,
-// non-empty identifiers of [0-9A-Za-z-]), to follow an API version: "2.0+v1.2.3.0123abcd4567".
-// Any other character becomes "-".
-func SemverBuildMetadata() string {
-	i := Get()
-	c := i.Commit
-	if len(c) > 12 {
-		c = c[:12]
-	}
-	var ids []string
-	for _, id := range strings.Split(i.Version+"."+c, ".") {
-		if id == "" {
-			continue
-		}
-		ids = append(ids, strings.Map(func(r rune) rune {
-			if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' {
-				return r
-			}
-			return '-'
-		}, id))
-	}
-	return strings.Join(ids, ".")
-}

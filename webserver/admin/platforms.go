@@ -194,7 +194,10 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log.FromContext(r.Context()).Info("platform registration created", "platform", reg.Name, "url", reg.Spec.URL, "clientId", reg.Spec.ClientID)
-	p := h.await(r.Context(), reg, func(p *registry.Platform) bool { return p != nil && p.Key != nil })
+	p, done := h.await(r.Context(), reg, func(p *registry.Platform) bool { return p != nil && p.Key != nil && settled(p) })
+	if !done {
+		w.Header().Set("Retry-After", retryAfterUnsettled)
+	}
 	w.Header().Set("Location", "/api/platforms/"+url.PathEscape(reg.Name))
 	httpapi.WriteJSON(w, http.StatusCreated, p)
 }
@@ -280,34 +283,49 @@ func (h *Platforms) setActive(w http.ResponseWriter, r *http.Request, active boo
 	h.respondAfterWrite(w, r, p.ID, reg.Generation)
 }
 
-// respondAfterWrite waits (bounded) until the registry shows the written generation, so
-// that the response and any read that follows it agree with the write.
+// retryAfterUnsettled is the Retry-After (seconds) of a write answered when KeyWait
+// passed before the registration settled: written, but not launchable yet.
+const retryAfterUnsettled = "1"
+
+// settled: an active registration is launchable (its key exists and this replica's
+// registry, which the login and launch read, sees it Ready), so the LMS's first launch
+// after the answer works. An inactive one has nothing to wait for.
+func settled(p *registry.Platform) bool { return !p.Spec.IsActive() || p.Launchable() }
+
+// respondAfterWrite waits (bounded by KeyWait) until the registry shows the written
+// generation, so that the response and any read that follows it agree with the write, and
+// the registration has settled. Past the bound it answers what it has, with Retry-After.
 func (h *Platforms) respondAfterWrite(w http.ResponseWriter, r *http.Request, id string, generation int64) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.KeyWait)
 	defer cancel()
-	p, _ := h.Registry.WaitFor(ctx, id, func(p *registry.Platform) bool { return p != nil && p.Generation >= generation })
+	p, done := h.Registry.WaitFor(ctx, id, func(p *registry.Platform) bool {
+		return p != nil && p.Generation >= generation && settled(p)
+	})
 	if p == nil {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound, "The platform was deleted meanwhile."))
 		return
+	}
+	if !done {
+		w.Header().Set("Retry-After", retryAfterUnsettled)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
 }
 
 // await waits (bounded by KeyWait) for cond on the registry's view of reg, and returns the
-// API shape of the best view available.
-func (h *Platforms) await(ctx context.Context, reg *ltiv1.PlatformRegistration, cond func(*registry.Platform) bool) Platform {
+// API shape of the best view available and whether cond held.
+func (h *Platforms) await(ctx context.Context, reg *ltiv1.PlatformRegistration, cond func(*registry.Platform) bool) (Platform, bool) {
 	ctx, cancel := context.WithTimeout(ctx, h.KeyWait)
 	defer cancel()
-	p, _ := h.Registry.WaitFor(ctx, reg.Name, func(p *registry.Platform) bool {
+	p, done := h.Registry.WaitFor(ctx, reg.Name, func(p *registry.Platform) bool {
 		if p != nil && p.UID != reg.UID {
 			p = nil
 		}
 		return cond(p)
 	})
 	if p != nil && p.UID == reg.UID {
-		return toAPI(p)
+		return toAPI(p), done
 	}
-	return toAPI(&registry.Platform{ID: reg.Name, Spec: reg.Spec})
+	return toAPI(&registry.Platform{ID: reg.Name, Spec: reg.Spec}), done
 }
 
 func (h *Platforms) find(r *http.Request) (*registry.Platform, *httpapi.Error) {

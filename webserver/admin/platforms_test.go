@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
@@ -458,6 +460,53 @@ func TestDelete(t *testing.T) {
 	}
 	testhttp.WantError(t, h.call("GET", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
 	testhttp.WantError(t, h.call("DELETE", "/api/platforms/"+id, nil), 404, "PLATFORM_NOT_FOUND")
+}
+
+// Activation answers once the registration is launchable: a registration that had no key
+// (a dynamic one gets it at its first activation) is answered with it, not before (issue
+// #25); past KeyWait, create and activate answer what they have, with Retry-After.
+func TestActivateWaitsUntilLaunchable(t *testing.T) {
+	h := newHarness(t, func(c *harnessConfig) { c.keyWait = 5 * time.Second })
+	h.keyDelay.Store(int64(time.Hour)) // no key until the activation
+	id := "dyn"
+	dynamic := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: id}, Spec: ltiv1.PlatformRegistrationSpec{
+		URL: "https://moodle.example", ClientID: "dyn", Name: "Moodle", Active: ptr.To(false),
+		AuthenticationEndpoint: "https://moodle.example/auth", AccesstokenEndpoint: "https://moodle.example/token",
+		AuthConfig: ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKSet, Key: "https://moodle.example/certs"},
+	}}
+	if err := h.k8s.Create(context.Background(), dynamic); err != nil { // as /lti/register writes it
+		t.Fatal(err)
+	}
+	h.keyDelay.Store(int64(200 * time.Millisecond))
+	res := h.call("POST", "/api/platforms/"+id+"/activate", nil)
+	if res.Status != http.StatusOK || res.Header.Get("Retry-After") != "" || !strings.HasPrefix(fmt.Sprint(res.JSON(t)["publicKey"]), "-----BEGIN PUBLIC KEY-----") {
+		t.Fatalf("activate answered before the key: %d %v %s", res.Status, res.Header, res.Body)
+	}
+	if p := h.reg.Get(id); p == nil || !p.Launchable() {
+		t.Fatal("activate answered before the registry saw the registration launchable")
+	}
+
+	h = newHarness(t, func(c *harnessConfig) { c.keyWait = 50 * time.Millisecond })
+	h.keyDelay.Store(int64(time.Hour))
+	late := h.call("POST", "/api/platforms", canvasBody("late"))
+	if late.Status != http.StatusCreated || late.Header.Get("Retry-After") != "1" || late.JSON(t)["publicKey"] != "" {
+		t.Fatalf("create past keyWait: %d %v %s", late.Status, late.Header, late.Body)
+	}
+	id = late.JSON(t)["id"].(string)
+	for _, path := range []string{"/api/platforms/" + id + "/activate", "/admin/platforms/" + id + "/activate"} {
+		res := h.call("POST", path, nil)
+		if res.Status != http.StatusOK || res.Header.Get("Retry-After") != "1" || res.JSON(t)["active"] != true || !h.get(id).Spec.IsActive() {
+			t.Fatalf("%s past keyWait: %d %v %s", path, res.Status, res.Header, res.Body)
+		}
+	}
+	if res := h.call("POST", "/api/platforms/"+id+"/deactivate", nil); res.Status != http.StatusOK || res.Header.Get("Retry-After") != "" {
+		t.Fatalf("deactivate has nothing to wait for: %d %v", res.Status, res.Header)
+	}
+	// An update that activates waits the same way.
+	body := with(canvasBody("late"), "active", true)
+	if res := h.call("PUT", "/api/platforms/"+id, body); res.Status != http.StatusOK || res.Header.Get("Retry-After") != "1" {
+		t.Fatalf("an update that activates, past keyWait: %d %v %s", res.Status, res.Header, res.Body)
+	}
 }
 
 // POST …/deactivate and …/activate set spec.active by a merge patch as ltiop-api.

@@ -21,8 +21,8 @@ import (
 	"github.com/ltiop/ltiop/test/utils/testoutbound"
 )
 
-// fixturesDir holds real LMS captures (shared/fixtures/lms), relative to this package.
-var fixturesDir = filepath.Join("..", "..", "..", "shared", "fixtures", "lms")
+// fixturesDir holds real LMS captures, copied from the shared fixtures into testdata/lms.
+var fixturesDir = filepath.Join("..", "..", "testdata", "lms")
 
 // newTestClient is the production client with the dev-mode policy (the test LMSs are on
 // loopback, over http) on clock, when given.
@@ -199,7 +199,7 @@ func TestClientCredentials(t *testing.T) {
 	t.Run("T-CC-07 the Canvas token response fixture is accepted", func(t *testing.T) {
 		raw, err := os.ReadFile(filepath.Join(fixturesDir, "canvas_token_response.json"))
 		if err != nil {
-			t.Skipf("fixture: %v", err)
+			t.Fatal(err)
 		}
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
@@ -387,7 +387,7 @@ func TestClientCredentials(t *testing.T) {
 	t.Run("assertion has the claims of the Canvas capture, typed the same", func(t *testing.T) {
 		raw, err := os.ReadFile(filepath.Join(fixturesDir, "canvas_client_assertion_claims.json"))
 		if err != nil {
-			t.Skipf("fixture: %v", err)
+			t.Fatal(err)
 		}
 		var fixture map[string]any
 		if err := json.Unmarshal(raw, &fixture); err != nil {

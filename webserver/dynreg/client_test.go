@@ -16,14 +16,14 @@ import (
 	"time"
 )
 
-// fixturesDir holds real LMS captures (shared/fixtures/lms), relative to this package.
-var fixturesDir = filepath.Join("..", "..", "..", "shared", "fixtures", "lms")
+// fixturesDir holds real LMS captures, copied from the shared fixtures into testdata/lms.
+var fixturesDir = filepath.Join("..", "..", "testdata", "lms")
 
 func readFixture(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixturesDir, name))
 	if err != nil {
-		t.Skipf("LMS fixture %s not found (shared/fixtures/lms is checked out next to main/): %v", name, err)
+		t.Fatalf("LMS fixture %s: %v", name, err)
 	}
 	return string(b)
 }

@@ -110,7 +110,7 @@ func TestDecodeDeepLinkingBody(t *testing.T) {
 func TestContentItemsWireFormMatchesSpecExample(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(fixturesDir, "spec_dl_response.json"))
 	if err != nil {
-		t.Skipf("fixture not found: %v", err)
+		t.Fatal(err)
 	}
 	var resp map[string]json.RawMessage
 	if err := json.Unmarshal(b, &resp); err != nil {

@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// fixturesDir holds real Canvas, Blackboard, Moodle and spec payloads
-// (shared/fixtures/lms, decoded and unsigned), relative to this package.
-var fixturesDir = filepath.Join("..", "..", "..", "shared", "fixtures", "lms")
+// fixturesDir holds real Canvas, Blackboard, Moodle and spec payloads (decoded and
+// unsigned), copied from the shared fixtures into the repository's testdata/lms.
+var fixturesDir = filepath.Join("..", "..", "testdata", "lms")
 
 type fixture struct {
 	name   string
@@ -29,7 +29,7 @@ func launchFixtures(tb testing.TB) []fixture {
 	tb.Helper()
 	paths, err := filepath.Glob(filepath.Join(fixturesDir, "*.json"))
 	if err != nil || len(paths) == 0 {
-		tb.Skipf("LMS fixtures not found in %s (shared/fixtures/lms is checked out next to main/): %v", fixturesDir, err)
+		tb.Fatalf("LMS fixtures not found in %s: %v", fixturesDir, err)
 	}
 	var out []fixture
 	for _, p := range paths {

@@ -61,6 +61,10 @@ type Platform struct {
 
 type issuerClient struct{ issuer, clientID string }
 
+// Launchable says the registration is active, has a key and is Ready for its current
+// generation: the login and the launch accept it.
+func (p *Platform) Launchable() bool { return p.Spec.IsActive() && p.Ready && p.Key != nil }
+
 // PublicKeyPEM is the tool key's public half as a PKIX PEM, "" while the registration has
 // no key. It is the one the controller recorded in status when that names the same key
 // (always, but for the moment between a new key and its status write), so that 10,000

@@ -191,8 +191,9 @@ func (t *Tool) findPlatform(iss, clientID string) (*registry.Platform, *httpapi.
 	return p, nil
 }
 
-// usable: active, with a key, and Ready for its current generation.
-func usable(p *registry.Platform) bool { return p.Spec.IsActive() && p.Ready && p.Key != nil }
+// usable: active, with a key, and Ready for its current generation (the platforms API
+// waits for the same before it answers a write).
+func usable(p *registry.Platform) bool { return p.Launchable() }
 
 // checkTarget accepts only URLs on ltiop's own origin: the launch is never an open redirector.
 func (t *Tool) checkTarget(target string) *httpapi.Error {
