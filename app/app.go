@@ -296,11 +296,11 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		APIKey: apiKey, Keys: toolmode.Keys(reg), KeySet: toolmode.KeySet(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
 		Platform: platform, Platforms: platforms,
 	},
-		webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."},
-		webserver.ReadinessCheck{Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},
-		webserver.ReadinessCheck{Ready: platformKey.Ready, Waiting: "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."},
-		webserver.ReadinessCheck{Ready: tools.HasSynced, Waiting: "Tool registrations are still loading."},
-		webserver.ReadinessCheck{Ready: apiKey.Usable, Waiting: apiKey.Waiting()},
+		webserver.ReadinessCheck{Name: "registrations", Ready: reg.HasSynced, Waiting: "Registrations are still loading."},
+		webserver.ReadinessCheck{Name: "sealing-keys", Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},
+		webserver.ReadinessCheck{Name: "platform-key", Ready: platformKey.Ready, Waiting: "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."},
+		webserver.ReadinessCheck{Name: "tool-registrations", Ready: tools.HasSynced, Waiting: "Tool registrations are still loading."},
+		webserver.ReadinessCheck{Name: "api-key", Ready: apiKey.Usable, Waiting: apiKey.Waiting()},
 	)
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
