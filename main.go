@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ltiop/ltiop/app"
@@ -19,16 +20,22 @@ import (
 
 func main() {
 	cfg, err := config.Load(os.Args[1:], os.Getenv)
-	if errors.Is(err, config.ErrVersion) {
+	switch {
+	case errors.Is(err, config.ErrVersion):
 		fmt.Println(version.Get())
 		return
-	}
-	if err != nil {
+	case errors.Is(err, config.ErrHelp):
+		config.Usage(os.Stdout)
+		return
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "ltiop:", err)
 		os.Exit(2)
 	}
 	logger, _ := logging.New(cfg.LogLevel, cfg.LogFormat, os.Stderr) // Load has checked both
 	ctrl.SetLogger(logger)
+	// client-go logs through klog (e.g. when no kubeconfig is found): the same logger, so
+	// no text line lands in the JSON stream.
+	klog.SetLogger(logger.WithName("client-go"))
 	logger = ctrl.Log.WithName("setup")
 	build := version.Get()
 	logger.Info("ltiop", "version", build.Version, "commit", build.Commit, "goVersion", build.GoVersion)

@@ -308,11 +308,11 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		Platform: platform, Platforms: platforms, Tools: toolsAPI,
 		ToolDynReg: &admin.ToolDynReg{Tools: toolsAPI, Sealer: keyring, Replays: replays, Issuer: pm.Issuer, PublicURL: cfg.PublicURL},
 	},
-		webserver.ReadinessCheck{Ready: reg.HasSynced, Waiting: "Registrations are still loading."},
-		webserver.ReadinessCheck{Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},
-		webserver.ReadinessCheck{Ready: platformKey.Ready, Waiting: "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."},
-		webserver.ReadinessCheck{Ready: tools.HasSynced, Waiting: "Tool registrations are still loading."},
-		webserver.ReadinessCheck{Ready: apiKey.Usable, Waiting: apiKey.Waiting()},
+		webserver.ReadinessCheck{Name: "registrations", Ready: reg.HasSynced, Waiting: "Registrations are still loading."},
+		webserver.ReadinessCheck{Name: "sealing-keys", Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},
+		webserver.ReadinessCheck{Name: "platform-key", Ready: platformKey.Ready, Waiting: "The platform signing key (Secret " + cfg.ServiceSecret + ") is not loaded yet."},
+		webserver.ReadinessCheck{Name: "tool-registrations", Ready: tools.HasSynced, Waiting: "Tool registrations are still loading."},
+		webserver.ReadinessCheck{Name: "api-key", Ready: apiKey.Usable, Waiting: apiKey.Waiting()},
 	)
 	if err := mgr.Add(srv); err != nil {
 		return nil, err

@@ -78,8 +78,9 @@ type Route struct {
 }
 
 // ReadinessCheck is one thing /readyz waits for: while Ready answers false, /readyz is 503
-// and says Waiting.
+// and says Waiting. Name identifies it in /readyz?verbose.
 type ReadinessCheck struct {
+	Name    string
 	Ready   func() bool
 	Waiting string
 }
@@ -119,6 +120,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 
 	s.routes = []Route{
 		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
+		{"GET", "/livez", http.HandlerFunc(s.healthz)},
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
 		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
 		{"GET", paths.Keys, d.Keys},
@@ -296,8 +298,13 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz is ready once every readiness check is, and until shutdown begins.
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+// readyz is ready once every readiness check is, and until shutdown begins. With
+// ?verbose it lists every check and its state, ready or not.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("verbose") {
+		s.readyzVerbose(w)
+		return
+	}
 	if s.shuttingDown.Load() {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The server is shutting down."))
 		return
@@ -309,4 +316,37 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// readinessState is one check in /readyz?verbose.
+type readinessState struct {
+	Name    string `json:"name"`
+	Ready   bool   `json:"ready"`
+	Waiting string `json:"waiting,omitempty"`
+}
+
+// shutdownCheck is the check /readyz?verbose names for the graceful shutdown.
+const shutdownCheck = "shutdown"
+
+func (s *Server) readyzVerbose(w http.ResponseWriter) {
+	status, code := "ready", http.StatusOK
+	checks := make([]readinessState, 0, len(s.ready)+1)
+	for _, c := range s.ready {
+		st := readinessState{Name: c.Name, Ready: c.Ready()}
+		if !st.Ready {
+			st.Waiting = c.Waiting
+			status, code = "not ready", http.StatusServiceUnavailable
+		}
+		checks = append(checks, st)
+	}
+	st := readinessState{Name: shutdownCheck, Ready: !s.shuttingDown.Load()}
+	if !st.Ready {
+		st.Waiting = "The server is shutting down."
+		status, code = "not ready", http.StatusServiceUnavailable
+	}
+	checks = append(checks, st)
+	httpapi.WriteJSON(w, code, struct {
+		Status string           `json:"status"`
+		Checks []readinessState `json:"checks"`
+	}{status, checks})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -306,6 +307,30 @@ var settings = []setting{
 // ErrVersion is returned by Load when --version is given: print the version and exit.
 var ErrVersion = errors.New("version requested")
 
+// ErrHelp is returned by Load when -h or --help is given: print Usage and exit 0.
+var ErrHelp = flag.ErrHelp
+
+// flagSet declares every flag, writing into parsed; it prints nothing itself.
+func flagSet(parsed *Config, getenv func(string) string) (fs *flag.FlagSet, configFile *string, showVersion *bool) {
+	fs = flag.NewFlagSet("ltiop", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configFile = fs.String("config", getenv("LTIOP_CONFIG"), "YAML configuration file (env LTIOP_CONFIG)")
+	showVersion = fs.Bool("version", false, "print the version and commit, and exit")
+	for _, s := range settings {
+		fs.Var(s.value(parsed), s.flag, s.usage+" (env "+s.env+")")
+	}
+	return fs, configFile, showVersion
+}
+
+// Usage writes the flags, with their environment variables and defaults, to w.
+func Usage(w io.Writer) {
+	parsed := Default()
+	fs, _, _ := flagSet(&parsed, func(string) string { return "" })
+	fs.SetOutput(w)
+	fmt.Fprintln(w, "Usage: ltiop [flags]\n\nEvery flag can also be set by its environment variable or in the --config file (docs/configuration.md).")
+	fs.PrintDefaults()
+}
+
 // Load builds the configuration from args (without the program name) and getenv.
 // The YAML file, if any, is named by --config or LTIOP_CONFIG.
 func Load(args []string, getenv func(string) string) (*Config, error) {
@@ -313,12 +338,7 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 
 	// Flags are parsed first only to find --config; they are applied last.
 	parsed := Default()
-	fs := flag.NewFlagSet("ltiop", flag.ContinueOnError)
-	configFile := fs.String("config", getenv("LTIOP_CONFIG"), "YAML configuration file (env LTIOP_CONFIG)")
-	showVersion := fs.Bool("version", false, "print the version and commit, and exit")
-	for _, s := range settings {
-		fs.Var(s.value(&parsed), s.flag, s.usage+" (env "+s.env+")")
-	}
+	fs, configFile, showVersion := flagSet(&parsed, getenv)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -655,3 +655,20 @@ func TestVersionFlag(t *testing.T) {
 		}
 	}
 }
+
+// -h and --help are no error of the configuration: Load says help was asked for, and
+// Usage lists every flag with its environment variable.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		if _, err := config.Load([]string{arg}, func(string) string { return "" }); !errors.Is(err, config.ErrHelp) {
+			t.Errorf("Load(%s) = %v, want ErrHelp", arg, err)
+		}
+	}
+	var out strings.Builder
+	config.Usage(&out)
+	for _, want := range []string{"-public-url", "LTIOP_PUBLIC_URL", "-config", "LTIOP_CONFIG", "-trusted-proxies", "KUBECONFIG"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("Usage does not list %s:\n%s", want, out.String())
+		}
+	}
+}

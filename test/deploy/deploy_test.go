@@ -117,7 +117,7 @@ var _ = Describe("The Helm chart", func() {
 		Expect(objs.Find("ClusterRole", "ltiop-metrics-reader")).NotTo(BeNil())
 
 		c := container(objs.Find("Deployment", "ltiop"))
-		Expect(c["args"]).To(Equal([]any{"--log-level=debug", "--log-format=json"}))
+		Expect(c["args"]).To(Equal([]any{"--log-level=debug", "--log-format=json", "--config=/etc/ltiop/config.yaml", "--key-workers=8"}))
 		Expect(c["env"]).To(ContainElements(
 			map[string]any{"name": "LTIOP_REPLAY_STORE", "value": "redis://ltiop-redis." + chartNamespace + ".svc:6379/0"},
 			map[string]any{"name": "LTIOP_METRICS_SECURE", "value": "true"},

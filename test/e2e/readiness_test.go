@@ -67,6 +67,29 @@ var _ = Describe("Readiness", func() {
 	})
 })
 
+var _ = Describe("Readiness report", func() {
+	It("names every check of the running app in /readyz?verbose, and /livez answers", func() {
+		res := call("GET", "/readyz?verbose", nil, nil)
+		Expect(res.Status).To(Equal(200), string(res.Raw))
+		var report struct {
+			Status string
+			Checks []struct {
+				Name  string
+				Ready bool
+			}
+		}
+		Expect(json.Unmarshal(res.Raw, &report)).To(Succeed())
+		Expect(report.Status).To(Equal("ready"))
+		var names []string
+		for _, c := range report.Checks {
+			Expect(c.Ready).To(BeTrue(), c.Name)
+			names = append(names, c.Name)
+		}
+		Expect(names).To(Equal([]string{"registrations", "sealing-keys", "platform-key", "tool-registrations", "api-key", "shutdown"}))
+		Expect(call("GET", "/livez", nil, nil).Status).To(Equal(200))
+	})
+})
+
 var _ = Describe("OpenAPI document", func() {
 	It("is OpenAPI 3.1.0 for API version 2.0 exactly (this build in info.x-build) and describes every registered route", func() {
 		res := call("GET", "/api/openapi.json", nil, nil)

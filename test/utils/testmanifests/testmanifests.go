@@ -17,6 +17,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,17 +69,7 @@ func Kustomize(dir string) (Objects, error) {
 // checked against values.schema.json, the CRDs under crds/ come first, templates follow
 // in file-name order.
 func Chart(dir, release, namespace string, values map[string]any) (Objects, error) {
-	ch, err := chartloader.LoadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := util.ToRenderValues(ch, values, common.ReleaseOptions{
-		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	rendered, err := engine.Render(ch, vals)
+	ch, rendered, err := renderChart(dir, release, namespace, values)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +96,30 @@ func Chart(dir, release, namespace string, values map[string]any) (Objects, erro
 		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// ChartNotes renders the chart's NOTES.txt, what `helm install` prints.
+func ChartNotes(dir, release, namespace string, values map[string]any) (string, error) {
+	ch, rendered, err := renderChart(dir, release, namespace, values)
+	if err != nil {
+		return "", err
+	}
+	return rendered[ch.Name()+"/templates/NOTES.txt"], nil
+}
+
+func renderChart(dir, release, namespace string, values map[string]any) (*chartv2.Chart, map[string]string, error) {
+	ch, err := chartloader.LoadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals, err := util.ToRenderValues(ch, values, common.ReleaseOptions{
+		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
+	}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	rendered, err := engine.Render(ch, vals)
+	return ch, rendered, err
 }
 
 // ReadValues reads a values file.
