@@ -30,6 +30,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/launchhealth"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/platformmode"
@@ -135,6 +136,8 @@ type App struct {
 	Manager  ctrl.Manager
 	Server   *webserver.Server
 	Registry *registry.Registry
+	// LaunchHealth writes each registration's launch health (tests flush it directly).
+	LaunchHealth *launchhealth.Recorder
 
 	controllers *controllerRunner
 	// closeReplay releases the replay store once the manager (and so the web server) stopped.
@@ -264,8 +267,15 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("notices: %w", err)
 	}
+	// Launch health: recorded in memory on the launch path, written by every replica's loop.
+	health := launchhealth.New(launchhealth.Options{
+		Namespace: cfg.Namespace, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),
+	})
+	if err := mgr.Add(health); err != nil {
+		return nil, err
+	}
 	tool, err := toolmode.New(toolmode.Options{
-		Notices:   noticeOpts,
+		Notices: noticeOpts, Health: health,
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
@@ -305,7 +315,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}
-	return &App{Manager: mgr, Server: srv, Registry: reg, controllers: controllers, closeReplay: closeReplay}, nil
+	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, controllers: controllers, closeReplay: closeReplay}, nil
 }
 
 // Start runs ltiop until ctx ends. The replay store is closed after the web server has
