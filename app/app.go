@@ -33,6 +33,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/launchhealth"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
+	"github.com/ltiop/ltiop/webserver/platformcheck"
 	"github.com/ltiop/ltiop/webserver/platformmode"
 	"github.com/ltiop/ltiop/webserver/ratelimit"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -294,6 +295,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	platforms := &admin.Platforms{
 		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
 		Cursors: keyring, PublicURL: cfg.PublicURL,
+		Checker: &platformcheck.Checker{KeySets: registry.NewPeerKeys(out.keySets), Client: out.checks},
 	}
 
 	srv := webserver.New(webserver.Options{
