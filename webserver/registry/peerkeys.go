@@ -221,7 +221,7 @@ type StatusError struct{ Status int }
 
 func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Status) }
 
-// ErrNotKeySet: the answer is not a JSON Web Key Set (errors.Is).
+// ErrNotKeySet is the error of an answer that is not a JSON Web Key Set (errors.Is).
 var ErrNotKeySet = errors.New("not a JSON Web Key Set")
 
 // FetchKeySet fetches the key set at url now, as a launch would but without the cache
