@@ -30,9 +30,11 @@ import (
 	"github.com/ltiop/ltiop/webserver/advantage"
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/launchhealth"
 	"github.com/ltiop/ltiop/webserver/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/onboarding"
 	"github.com/ltiop/ltiop/webserver/platformdata"
+	"github.com/ltiop/ltiop/webserver/platformcheck"
 	"github.com/ltiop/ltiop/webserver/platformmode"
 	"github.com/ltiop/ltiop/webserver/ratelimit"
 	"github.com/ltiop/ltiop/webserver/registry"
@@ -137,6 +139,8 @@ type App struct {
 	Manager  ctrl.Manager
 	Server   *webserver.Server
 	Registry *registry.Registry
+	// LaunchHealth writes each registration's launch health (tests flush it directly).
+	LaunchHealth *launchhealth.Recorder
 
 	controllers *controllerRunner
 	// closeReplay releases the replay store once the manager (and so the web server) stopped.
@@ -271,8 +275,15 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	dataPolicy := out.webhook
 	dataPolicy.Timeout = cfg.PlatformData.Timeout.Duration
 	platform.SetData(&platformdata.Client{Sender: &webhook.Sender{Client: webhook.NewClient(dataPolicy), Key: noticeOpts.Webhook.Key}})
+	// Launch health: recorded in memory on the launch path, written by every replica's loop.
+	health := launchhealth.New(launchhealth.Options{
+		Namespace: cfg.Namespace, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),
+	})
+	if err := mgr.Add(health); err != nil {
+		return nil, err
+	}
 	tool, err := toolmode.New(toolmode.Options{
-		Notices:   noticeOpts,
+		Notices: noticeOpts, Health: health,
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
@@ -291,6 +302,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	platforms := &admin.Platforms{
 		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
 		Cursors: keyring, PublicURL: cfg.PublicURL,
+		Checker: &platformcheck.Checker{KeySets: registry.NewPeerKeys(out.keySets), Client: out.checks},
 	}
 	toolsAPI := &admin.Tools{
 		Registry: tools, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
@@ -317,7 +329,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}
-	return &App{Manager: mgr, Server: srv, Registry: reg, controllers: controllers, closeReplay: closeReplay}, nil
+	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, controllers: controllers, closeReplay: closeReplay}, nil
 }
 
 // Start runs ltiop until ctx ends. The replay store is closed after the web server has

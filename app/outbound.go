@@ -18,6 +18,8 @@ type outboundClients struct {
 	dynReg outbound.Policy
 	// keySets fetches platforms' and tools' key sets.
 	keySets *http.Client
+	// checks calls the endpoints of a registration for POST /api/platforms/{id}/check.
+	checks *http.Client
 	// advantage carries tokens: LMS token endpoints, NRPS, AGS; same-host redirects only.
 	advantage *http.Client
 	// oauth is the OAuth2 broker's, which follows no redirect at all.
@@ -46,6 +48,7 @@ func newOutboundClients(cfg *config.Config) (outboundClients, error) {
 	return outboundClients{
 		dynReg:    dynReg,
 		keySets:   outbound.NewClient(with(registered, outbound.TargetJWKS)),
+		checks:    outbound.NewClient(with(registered, outbound.TargetOther)),
 		advantage: advantage.HTTPClient(with(registered, outbound.TargetToken)),
 		oauth:     outbound.NewClient(with(registered, outbound.TargetOAuth)),
 		assets:    advantage.HTTPClient(assetPolicy(registered, cfg)),

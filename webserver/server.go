@@ -195,6 +195,7 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 			Route{"DELETE", prefix + "/{id}", platform(platforms.Delete)},
 			Route{"POST", prefix + "/{id}/activate", platform(platforms.Activate)},
 			Route{"POST", prefix + "/{id}/deactivate", platform(platforms.Deactivate)},
+			Route{"POST", prefix + "/{id}/check", platform(platforms.Check)},
 		)
 	}
 	if t := d.Tools; t != nil {

@@ -281,6 +281,42 @@ type PlatformRegistrationStatus struct {
 	// and one never activated expires (deactivating it later deletes nothing).
 	// +optional
 	FirstActivated *metav1.Time `json:"firstActivated,omitempty"`
+
+	// LaunchHealth is how this platform's launches went lately, as the web server replicas
+	// saw them: written in the background at most once a minute per replica, only on
+	// change, and only ever moving forward in time.
+	// +optional
+	LaunchHealth *LaunchHealth `json:"launchHealth,omitempty"`
+}
+
+// LaunchHealth is the time of the last successful launch and the last refusal of a
+// registration. It names no user.
+type LaunchHealth struct {
+	// LastLaunchTime is when a launch from this platform last succeeded.
+	// +optional
+	LastLaunchTime *metav1.Time `json:"lastLaunchTime,omitempty"`
+
+	// LastRefusal is the last launch from this platform that ltiop refused.
+	// +optional
+	LastRefusal *LaunchRefusal `json:"lastRefusal,omitempty"`
+}
+
+// LaunchRefusal is one refused launch: when, the stable error code the user saw, and the
+// conformance rule (docs: lti-conformance.md) the failed check enforces.
+type LaunchRefusal struct {
+	// Time is when the launch was refused.
+	// +required
+	Time metav1.Time `json:"time"`
+
+	// Code is the stable error code shown on the error page (docs/troubleshooting.md).
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Code string `json:"code"`
+
+	// Rule is the conformance rule ID of the failed check (T-TOK-12), when there is one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Rule string `json:"rule,omitempty"`
 }
 
 // IsDynamic reports whether dynamic registration (an unauthenticated request) wrote the
@@ -305,6 +341,8 @@ func (r *PlatformRegistration) AwaitingActivation() bool {
 // +kubebuilder:printcolumn:name="Active",type=boolean,JSONPath=`.spec.active`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Last Launch",type=date,JSONPath=`.status.launchHealth.lastLaunchTime`
+// +kubebuilder:printcolumn:name="Last Error",type=string,JSONPath=`.status.launchHealth.lastRefusal.code`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PlatformRegistration struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -28,6 +28,7 @@ import (
 	"github.com/ltiop/ltiop/internal/registration"
 	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/platformcheck"
 	"github.com/ltiop/ltiop/webserver/registry"
 	"github.com/ltiop/ltiop/webserver/sessions"
 )
@@ -52,6 +53,8 @@ type Platforms struct {
 	// PublicURL is ltiop's external base URL, the base of next links ("" makes them
 	// relative to the host).
 	PublicURL string
+	// Checker runs POST /api/platforms/{id}/check.
+	Checker *platformcheck.Checker
 }
 
 // Platform is a registration as the API shows it (service interface §2.5).
@@ -169,6 +172,17 @@ func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
+}
+
+// Check answers POST /api/platforms/{id}/check: it fetches the registration's key set and
+// calls its endpoints now, and says what it found.
+func (h *Platforms) Check(w http.ResponseWriter, r *http.Request) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, h.Checker.Check(r.Context(), p))
 }
 
 // Create answers POST /api/platforms: it creates the registration and waits a bounded

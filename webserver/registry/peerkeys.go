@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rsa"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -215,6 +216,22 @@ func (pk *PeerKeys) runFetch(ctx context.Context, url string, set *keySet, call 
 	close(call.done)
 }
 
+// StatusError is a key set URL's answer other than 200.
+type StatusError struct{ Status int }
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Status) }
+
+// ErrNotKeySet is the error of an answer that is not a JSON Web Key Set (errors.Is).
+var ErrNotKeySet = errors.New("not a JSON Web Key Set")
+
+// FetchKeySet fetches the key set at url now, as a launch would but without the cache
+// (neither read nor filled), and returns how many usable signing keys it holds: the
+// registration check (POST /api/platforms/{id}/check).
+func (pk *PeerKeys) FetchKeySet(ctx context.Context, url string) (int, error) {
+	keys, _, err := pk.fetch(ctx, url)
+	return len(keys), err
+}
+
 // fetch loads a key set and its cache lifetime.
 func (pk *PeerKeys) fetch(ctx context.Context, url string) (map[string]*rsa.PublicKey, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(outbound.WithTarget(ctx, outbound.TargetJWKS), fetchTimeout)
@@ -231,7 +248,7 @@ func (pk *PeerKeys) fetch(ctx context.Context, url string) (map[string]*rsa.Publ
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("fetching key set %s: HTTP %d", url, res.StatusCode)
+		return nil, 0, fmt.Errorf("fetching key set %s: %w", url, &StatusError{Status: res.StatusCode})
 	}
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxKeySetBytes+1))
 	if err != nil {
@@ -257,7 +274,7 @@ func ParseKeySet(data []byte) (map[string]*rsa.PublicKey, error) {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(data, &set); err != nil {
-		return nil, fmt.Errorf("not a JSON Web Key Set: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrNotKeySet, err)
 	}
 	out := make(map[string]*rsa.PublicKey, len(set.Keys))
 	for _, raw := range set.Keys {

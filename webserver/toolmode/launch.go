@@ -120,7 +120,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		cookieBound = subtle.ConstantTimeCompare([]byte(c.Value), []byte(st.Bind)) == 1
 	}
 	if !cookieBound && st.Storage == "" {
-		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeBrowserBinding,
+		t.refuse(w, r, t.known(st), httpapi.Errorf(http.StatusUnauthorized, CodeBrowserBinding,
 			"This browser did not start the login (no matching state cookie). Allow cookies for the tool, or launch again."))
 		return
 	}
@@ -142,30 +142,30 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		Skew:                  max(t.opts.ClockSkew, time.Nanosecond), // zero means none, not the default
 	})
 	if verr != nil {
-		t.fail(w, r, verr)
+		t.refuse(w, r, p, verr)
 		return
 	}
 
 	// Single use, checked last so a launch that failed for an outage can be retried.
 	// A use that could not be recorded refuses the launch (503): never accepted unrecorded.
 	if first, err := t.replay.Use(r.Context(), "state:"+stateID, now.Add(stateTTL), now); err != nil {
-		t.fail(w, r, httpapi.ReplayStoreUnavailable(err))
+		t.refuse(w, r, p, httpapi.ReplayStoreUnavailable(err))
 		return
 	} else if !first { // T-STATE-03
-		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeStateReused, "This login was already used; launch again from the platform."))
+		t.refuse(w, r, p, httpapi.Errorf(http.StatusUnauthorized, CodeStateReused, "This login was already used; launch again from the platform."))
 		return
 	}
 	if first, err := t.replay.Use(r.Context(), "nonce:"+claims.Issuer+"\x00"+claims.Nonce, now.Add(stateTTL), now); err != nil {
-		t.fail(w, r, httpapi.ReplayStoreUnavailable(err))
+		t.refuse(w, r, p, httpapi.ReplayStoreUnavailable(err))
 		return
 	} else if !first { // T-NONCE-03
-		t.fail(w, r, httpapi.Errorf(http.StatusUnauthorized, CodeNonceReused, "This id_token was already used."))
+		t.refuse(w, r, p, httpapi.Errorf(http.StatusUnauthorized, CodeNonceReused, "This id_token was already used."))
 		return
 	}
 
 	destination, herr := t.destination(claims)
 	if herr != nil {
-		t.fail(w, r, herr)
+		t.refuse(w, r, p, herr)
 		return
 	}
 	record := Launch{
@@ -176,11 +176,14 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	launch := encodeLaunch(record)
 	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, launch, ltikTTL)
 	if err != nil {
-		t.fail(w, r, sessions.ErrSealingNotReady)
+		t.refuse(w, r, p, sessions.ErrSealingNotReady)
 		return
 	}
 	target := withLtik(destination, ltik)
 	launchesTotal.WithLabelValues("launch", "ok").Inc()
+	if t.opts.Health != nil {
+		t.opts.Health.Launched(p)
+	}
 	if t.opts.Deployments != nil {
 		t.opts.Deployments.RecordDeployment(p, claims.DeploymentID)
 	}
@@ -193,7 +196,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 	pending, _ := json.Marshal(pendingLaunch{Ltik: ltik, Destination: destination, Bind: st.Bind})
 	sealed, err := t.keyring.Seal(sessions.PurposePendingLaunch, pending, pendingTTL)
 	if err != nil {
-		t.fail(w, r, sessions.ErrSealingNotReady)
+		t.refuse(w, r, p, sessions.ErrSealingNotReady)
 		return
 	}
 	t.renderStorageLaunch(w, st, sealed)
@@ -282,6 +285,14 @@ func withLtik(destination, ltik string) string {
 	q.Set("ltik", ltik)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// known is the registration of a login state while it is the one that issued it.
+func (t *Tool) known(st loginState) *registry.Platform {
+	if p := t.registry.Get(st.PlatformID); p != nil && string(p.UID) == st.PlatformUID {
+		return p
+	}
+	return nil
 }
 
 // keyFunc is the validator's view of platform p's keys.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/registry"
 )
 
 //go:embed templates/*.html
@@ -35,6 +36,28 @@ func (t *Tool) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
 	launchesTotal.WithLabelValues(step(r), e.Code).Inc()
 	log.FromContext(r.Context()).Info("launch refused", "path", r.URL.Path, "status", e.Status, "code", e.Code)
 	httpapi.WriteErrorPage(w, r, e, "The launch could not be completed")
+}
+
+// refuse is fail for a launch whose registration p is known: the refusal is also told to
+// launch health, so the registration's status and Events say what went wrong.
+func (t *Tool) refuse(w http.ResponseWriter, r *http.Request, p *registry.Platform, e *httpapi.Error) {
+	if t.opts.Health != nil && p != nil {
+		rule := e.Rule
+		if rule == "" {
+			rule = launchRules[e.Code]
+		}
+		t.opts.Health.Refused(p, e.Code, rule)
+	}
+	t.fail(w, r, e)
+}
+
+// launchRules are the conformance rules of the refusals that carry none themselves.
+var launchRules = map[string]string{
+	CodeBrowserBinding:    "T-STATE-02",
+	CodeStateReused:       "T-STATE-03",
+	CodeNonceReused:       "T-NONCE-03",
+	CodeUnknownDeployment: "T-LOGIN-04",
+	CodeInvalidTarget:     "T-LOGIN-05",
 }
 
 func step(r *http.Request) string {

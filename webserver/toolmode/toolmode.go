@@ -57,6 +57,16 @@ type Options struct {
 	AssetTimeout time.Duration
 	// Notices configure the Platform Notification Service (notices.go).
 	Notices NoticeOptions
+	// Health, when set, is told the outcome of every launch of a known registration
+	// (launchhealth records it on the registration).
+	Health LaunchHealth
+}
+
+// LaunchHealth learns how each registration's launches go. It must not block: it is
+// called on the launch path.
+type LaunchHealth interface {
+	Launched(p *registry.Platform)
+	Refused(p *registry.Platform, code, rule string)
 }
 
 // DeploymentRecorder learns the deployments launches come from (onboarding records them on

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/webserver/launchhealth"
+)
+
+var _ = Describe("Launch health on the registration", func() {
+	// refusalEvents are the LaunchRefused Events on registration name.
+	refusalEvents := func(name string) []eventsv1.Event {
+		var list eventsv1.EventList
+		Expect(k8s.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Reason == launchhealth.ReasonLaunchRefused {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+
+	It("records a flood of 100 refused launches (T-TOK-12) as the last refusal and one Event, and the last successful launch", func() {
+		ctx := context.Background()
+		lms := newLMS()
+		lms.Customize = func(c, h map[string]any) { c["aud"] = "someone-else" } // T-TOK-12
+
+		const workers, each = 4, 25
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				b := newBrowser()
+				for range each {
+					res := b.launch(lms, "user=student-secret-name")
+					Expect(res.Body).To(ContainSubstring("AUDIENCE_MISMATCH"))
+				}
+			}()
+		}
+		wg.Wait()
+		refusedBy := time.Now()
+
+		// The launch path wrote nothing: the registration learns of it at the flush.
+		reg := &ltiv1.PlatformRegistration{}
+		Eventually(func(g Gomega) {
+			ltiop.LaunchHealth.Flush(ctx)
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
+			g.Expect(reg.Status.LaunchHealth).NotTo(BeNil())
+			g.Expect(reg.Status.LaunchHealth.LastRefusal).NotTo(BeNil())
+		}).Should(Succeed())
+		refusal := reg.Status.LaunchHealth.LastRefusal
+		Expect(refusal.Code).To(Equal("AUDIENCE_MISMATCH"))
+		Expect(refusal.Rule).To(Equal("T-TOK-12"))
+		Expect(refusal.Time.Time).To(BeTemporally("~", refusedBy, 30*time.Second))
+		Expect(reg.Status.LaunchHealth.LastLaunchTime).To(BeNil(), "no launch succeeded yet")
+
+		Eventually(func() int { return len(refusalEvents(lms.ID)) }).Should(Equal(1))
+		ev := refusalEvents(lms.ID)[0]
+		Expect(ev.Type).To(Equal("Warning"))
+		Expect(ev.Note).To(ContainSubstring("AUDIENCE_MISMATCH"))
+		Expect(ev.Note).To(ContainSubstring("T-TOK-12"))
+		Expect(ev.Note).To(ContainSubstring("clientId"), "the hint says what to fix")
+		Expect(ev.Note).NotTo(ContainSubstring("student-secret-name"), "no user in an Event")
+
+		By("a successful launch")
+		lms.Customize = nil
+		res := newBrowser().launch(lms, "user=teacher-1")
+		Expect(res.Ltik).NotTo(BeEmpty(), res.Body)
+		Eventually(func(g Gomega) {
+			ltiop.LaunchHealth.Flush(ctx)
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
+			g.Expect(reg.Status.LaunchHealth.LastLaunchTime).NotTo(BeNil())
+		}).Should(Succeed())
+		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal("AUDIENCE_MISMATCH"), "the last refusal is kept")
+
+		By("more refusals within the event interval make no second Event")
+		lms.Customize = func(c, h map[string]any) { c["aud"] = "someone-else" }
+		Expect(newBrowser().launch(lms, "user=teacher-1").Body).To(ContainSubstring("AUDIENCE_MISMATCH"))
+		ltiop.LaunchHealth.Flush(ctx)
+		Consistently(func() int { return len(refusalEvents(lms.ID)) }, 2*time.Second).Should(Equal(1))
+	})
+})
