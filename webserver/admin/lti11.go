@@ -36,7 +36,7 @@ func lti11ToAPI(spec *ltiv1.PlatformRegistrationSpec) *PlatformLTI11 {
 		SharedSecret: SecretKeyRefJS{Name: spec.LTI11.SharedSecret.Name, Key: spec.LTI11.SharedSecret.SecretKey()}}
 }
 
-// CodeConsumerKeyInUse: another registration holds the LTI 1.1 consumer key. A 1.1 launch
+// CodeConsumerKeyInUse means another registration holds the LTI 1.1 consumer key. A 1.1 launch
 // names only its consumer key, so two holders would leave the launch to pick one.
 const CodeConsumerKeyInUse = "LTI11_CONSUMER_KEY_IN_USE"
 
