@@ -2,6 +2,7 @@ package app
 
 import (
 	"net/http"
+	"net/netip"
 
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/outbound"
@@ -10,8 +11,10 @@ import (
 
 // outboundClients are the HTTP clients of every call ltiop makes to another host, all
 // under one address policy (issue #13 §3): public addresses only; loopback in dev mode or
-// with outboundAllowLoopback; private ranges only as outboundAllowCidrs lists them; cloud
-// metadata never (unless listed exactly); every redirect re-checked; no proxy.
+// with outboundAllowLoopback; private ranges only as listed (outboundAllowCidrs for the
+// registrations' URLs, integratorAllowCidrs for the webhook, dynamicRegistration.allowCidrs
+// for /lti/register); cloud metadata never (unless listed exactly); every redirect
+// re-checked; no proxy.
 type outboundClients struct {
 	// dynReg is the policy of dynamic registration, whose URLs come from an
 	// unauthenticated request: https unless in dev mode.
@@ -32,11 +35,17 @@ type outboundClients struct {
 }
 
 func newOutboundClients(cfg *config.Config) (outboundClients, error) {
-	allowed, err := outbound.ParsePrefixes(cfg.OutboundAllowCIDRs)
-	if err != nil {
-		return outboundClients{}, err
+	// Three allowances of private ranges, one per source of the URLs (issue #28 §2): the
+	// LMSs' and tools' URLs of registrations, the integrator's webhook, and the URLs an
+	// anonymous /lti/register hands over. Allowing one never opens the others.
+	var allowed [3][]netip.Prefix
+	for i, list := range [...][]string{cfg.OutboundAllowCIDRs, cfg.IntegratorAllowCIDRs, cfg.DynamicRegistration.AllowCIDRs} {
+		var err error
+		if allowed[i], err = outbound.ParsePrefixes(list); err != nil {
+			return outboundClients{}, err
+		}
 	}
-	base := outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.DevMode || cfg.OutboundAllowLoopback, AllowPrefixes: allowed}
+	base := outbound.Policy{AllowHTTP: cfg.DevMode, AllowLoopback: cfg.DevMode || cfg.OutboundAllowLoopback, AllowPrefixes: allowed[0]}
 	// Registration-driven URLs (key sets, token endpoints, the platform's service URLs)
 	// had their scheme checked where they were configured: http only in dev mode or for a
 	// registration with spec.devMode. The guard checks their addresses, and never lets a
@@ -45,6 +54,9 @@ func newOutboundClients(cfg *config.Config) (outboundClients, error) {
 	registered.AllowHTTP = true
 	with := func(p outbound.Policy, target string) outbound.Policy { p.Target = target; return p }
 	dynReg := with(base, outbound.TargetDynReg)
+	dynReg.AllowPrefixes = allowed[2]
+	webhook := with(registered, outbound.TargetWebhook)
+	webhook.AllowPrefixes = allowed[1]
 	return outboundClients{
 		dynReg:    dynReg,
 		keySets:   outbound.NewClient(with(registered, outbound.TargetJWKS)),
@@ -52,7 +64,7 @@ func newOutboundClients(cfg *config.Config) (outboundClients, error) {
 		advantage: advantage.HTTPClient(with(registered, outbound.TargetToken)),
 		oauth:     outbound.NewClient(with(registered, outbound.TargetOAuth)),
 		assets:    advantage.HTTPClient(assetPolicy(registered, cfg)),
-		webhook:   with(registered, outbound.TargetWebhook),
+		webhook:   webhook,
 	}, nil
 }
 

@@ -67,3 +67,51 @@ func TestOutboundClientsFollowTheConfiguredPolicy(t *testing.T) {
 		t.Error("a bad range accepted")
 	}
 }
+
+// The attack of issue #28 item 2: the operator allows the range of an in-cluster
+// integrator (here loopback stands for the Service CIDR) so that the notice webhook reaches
+// it; an anonymous /lti/register must still not make ltiop connect into that range, nor
+// may the URLs of registrations. Dynamic registration reaches a private range only by a
+// setting of its own.
+func TestWebhookAllowanceDoesNotOpenDynamicRegistration(t *testing.T) {
+	var hits int
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
+	defer srv.Close()
+	// The test server speaks http; the scheme is not what these cases are about.
+	plain := func(p outbound.Policy) *http.Client { p.AllowHTTP = true; return outbound.NewClient(p) }
+
+	for _, tc := range []struct {
+		name                       string
+		cfg                        config.Config
+		webhook, dynreg, lmsFacing bool // reached
+	}{
+		{"the integrator's range", config.Config{IntegratorAllowCIDRs: []string{"127.0.0.1/32"}}, true, false, false},
+		{"outboundAllowCidrs (on-premises LMSs)", config.Config{OutboundAllowCIDRs: []string{"127.0.0.1/32"}}, false, false, true},
+		{"dynamicRegistration.allowCidrs", config.Config{DynamicRegistration: config.DynamicRegistration{AllowCIDRs: []string{"127.0.0.1"}}}, false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := newOutboundClients(&tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, c := range map[string]struct {
+				client *http.Client
+				want   bool
+			}{
+				"webhook": {plain(out.webhook), tc.webhook}, "dynreg": {plain(out.dynReg), tc.dynreg},
+				"key sets": {out.keySets, tc.lmsFacing}, "advantage": {out.advantage, tc.lmsFacing},
+				"oauth": {out.oauth, tc.lmsFacing}, "assets": {out.assets, tc.lmsFacing},
+			} {
+				hits = 0
+				res, err := c.client.Get(srv.URL)
+				if err == nil {
+					res.Body.Close()
+				}
+				var oe *outbound.Error
+				if c.want != (err == nil && hits == 1) || (!c.want && (!errors.As(err, &oe) || hits != 0)) {
+					t.Errorf("%s: err %v, %d hits, want reached %v", name, err, hits, c.want)
+				}
+			}
+		})
+	}
+}

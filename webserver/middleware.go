@@ -18,7 +18,7 @@ import (
 var (
 	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ltiop_http_requests_total",
-		Help: "HTTP requests served, by route pattern, method and status code.",
+		Help: "HTTP requests served, by route pattern, method (GET HEAD POST PUT PATCH DELETE OPTIONS, else OTHER) and status code.",
 	}, []string{"route", "method", "code"})
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ltiop_http_request_duration_seconds",
@@ -84,7 +84,7 @@ func observe(base logr.Logger, next http.Handler) http.Handler {
 				route = "unmatched"
 			}
 			elapsed := time.Since(start)
-			requestsTotal.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+			requestsTotal.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(rec.status)).Inc()
 			requestDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 			if debug := logger.V(1); debug.Enabled() { // the arguments cost allocations
 				platformID := info.PlatformID()
@@ -97,6 +97,18 @@ func observe(base logr.Logger, next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// methodLabel is the method as the metrics label it: net/http accepts any token as a
+// method, and each distinct label value is a series kept until restart, so a client's
+// own methods all count as OTHER.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return "OTHER"
 }
 
 // secretPaths are the routes whose path carries a secret: their requests are logged by

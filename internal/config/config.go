@@ -102,11 +102,16 @@ type Config struct {
 	Notices Notices `json:"notices"`
 	// PlatformData configures the integrator's platform data API (platformdata.go).
 	PlatformData PlatformData `json:"platformData"`
-	// OutboundAllowLoopback and OutboundAllowCIDRs exempt addresses from the SSRF guard of
-	// every outbound call (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration). Dev
-	// mode implies OutboundAllowLoopback.
+	// OutboundAllowLoopback exempts loopback from the SSRF guard of every outbound call;
+	// OutboundAllowCIDRs exempts ranges for the URLs of registrations (key sets, tokens,
+	// NRPS, AGS, OAuth2, assets), not for the webhook or dynamic registration. Dev mode
+	// implies OutboundAllowLoopback.
 	OutboundAllowLoopback bool     `json:"outboundAllowLoopback"`
 	OutboundAllowCIDRs    []string `json:"outboundAllowCidrs"`
+	// IntegratorAllowCIDRs are the private ranges of the calls to the integrator (the
+	// notice webhook), apart from OutboundAllowCIDRs: an integrator in the cluster does not
+	// open the cluster to the URLs LMSs hand ltiop.
+	IntegratorAllowCIDRs []string `json:"integratorAllowCidrs"`
 	// OAuthReturnURL is the integrator page the OAuth2 broker returns users to (?code=);
 	// OAuthAllowedReturnURLs are others a start request may name.
 	OAuthReturnURL         string   `json:"oauthReturnUrl"`
@@ -145,6 +150,9 @@ type DynamicRegistration struct {
 	RequireToken   bool   `json:"requireToken"`
 	TokenSecret    string `json:"tokenSecret"`
 	TokenSecretKey string `json:"tokenSecretKey"`
+	// AllowCIDRs are the private ranges /lti/register may fetch from (an on-premises LMS):
+	// its URLs come from an anonymous request, so outboundAllowCidrs does not apply.
+	AllowCIDRs []string `json:"allowCidrs"`
 }
 
 // DefaultDynamicRegistration bounds dynamic registration without requiring a token.
@@ -285,7 +293,9 @@ var settings = []setting{
 	{"dynamic-registration-token-secret", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET", "name of the Secret holding the registration token", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecret) }},
 	{"dynamic-registration-token-secret-key", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY", "data key of the registration token inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecretKey) }},
 	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let outbound calls (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration) reach loopback addresses (local simulators; implied by dev mode)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
-	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses outbound calls may reach (on-premises LMSs and tools)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
+	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses the URLs of registrations may reach (on-premises LMSs and tools; not the webhook, not dynamic registration)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
+	{"integrator-allow-cidrs", "LTIOP_INTEGRATOR_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses the calls to the integrator (the notice webhook) may reach", func(c *Config) flag.Value { return (*stringListValue)(&c.IntegratorAllowCIDRs) }},
+	{"dynamic-registration-allow-cidrs", "LTIOP_DYNAMIC_REGISTRATION_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses /lti/register may fetch from (an on-premises LMS)", func(c *Config) flag.Value { return (*stringListValue)(&c.DynamicRegistration.AllowCIDRs) }},
 	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
 	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
@@ -472,10 +482,16 @@ func (c *Config) Validate() error {
 	default:
 		add("canvasPrivacyLevel %q: must be anonymous, name_only, email_only or public", c.CanvasPrivacyLevel)
 	}
-	for _, cidr := range c.OutboundAllowCIDRs {
-		if _, err := netip.ParsePrefix(cidr); err != nil {
-			if _, err := netip.ParseAddr(cidr); err != nil {
-				add("outboundAllowCidrs: %q is not a CIDR range or an address", cidr)
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"outboundAllowCidrs", c.OutboundAllowCIDRs}, {"integratorAllowCidrs", c.IntegratorAllowCIDRs},
+		{"dynamicRegistration.allowCidrs", c.DynamicRegistration.AllowCIDRs}} {
+		for _, cidr := range l.list {
+			if _, err := netip.ParsePrefix(cidr); err != nil {
+				if _, err := netip.ParseAddr(cidr); err != nil {
+					add("%s: %q is not a CIDR range or an address", l.name, cidr)
+				}
 			}
 		}
 	}

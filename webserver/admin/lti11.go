@@ -2,12 +2,15 @@ package admin
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/registry"
 )
 
@@ -31,6 +34,23 @@ func lti11ToAPI(spec *ltiv1.PlatformRegistrationSpec) *PlatformLTI11 {
 	}
 	return &PlatformLTI11{ConsumerKey: spec.LTI11.ConsumerKey,
 		SharedSecret: SecretKeyRefJS{Name: spec.LTI11.SharedSecret.Name, Key: spec.LTI11.SharedSecret.SecretKey()}}
+}
+
+// CodeConsumerKeyInUse means another registration holds the LTI 1.1 consumer key. A 1.1 launch
+// names only its consumer key, so two holders would leave the launch to pick one.
+const CodeConsumerKeyInUse = "LTI11_CONSUMER_KEY_IN_USE"
+
+// consumerKeyConflict refuses spec's consumer key when a registration other than self (an
+// id, "" for a new one) holds it.
+func (h *Platforms) consumerKeyConflict(spec *ltiv1.PlatformRegistrationSpec, self string) *httpapi.Error {
+	if spec.LTI11 == nil {
+		return nil
+	}
+	if other := h.Registry.ConsumerKeyHolder(spec.LTI11.ConsumerKey, self); other != nil {
+		return httpapi.Errorf(http.StatusConflict, CodeConsumerKeyInUse, fmt.Sprintf(
+			"Platform %s already holds this LTI 1.1 consumer key (lti11.consumerKey): each consumer key names one registration.", other.ID))
+	}
+	return nil
 }
 
 // lti11FromRequest sets spec.LTI11 from the request: omitted keeps the current value, an

@@ -202,6 +202,10 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, duplicate(other))
 		return
 	}
+	if herr := h.consumerKeyConflict(spec, ""); herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
 	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, "", spec, FieldManager, nil)
 	if createErr != nil {
 		httpapi.WriteError(w, APIServerError(r.Context(), createErr))
@@ -240,6 +244,10 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 	}
 	if other := h.Registry.Lookup(string(spec.URL), spec.ClientID); other != nil && other.ID != current.ID {
 		httpapi.WriteError(w, duplicate(other))
+		return
+	}
+	if herr := h.consumerKeyConflict(spec, current.ID); herr != nil {
+		httpapi.WriteError(w, herr)
 		return
 	}
 	generation, applyErr := ApplySpec(r.Context(), h.Client, current, spec, FieldManager)

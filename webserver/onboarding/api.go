@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/dynreg"
 	"github.com/ltiop/ltiop/webserver/httpapi"
 	"github.com/ltiop/ltiop/webserver/sessions"
@@ -72,12 +73,21 @@ func (o *Onboarding) openPending(r *http.Request) (*pending, *dynreg.PlatformCon
 // Get serves GET /api/registrations/{id}: the platform asking to be registered
 // (raw=true: its OpenID configuration as received).
 func (o *Onboarding) Get(w http.ResponseWriter, r *http.Request) {
-	p, pc, _, herr := o.openPending(r)
+	p, pc, tokenID, herr := o.openPending(r)
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return
 	}
 	if raw := r.URL.Query().Get("raw"); raw == "true" || raw == "1" {
+		// The raw answer carries the LMS's registration token: once completed, it has
+		// served its purpose and is not handed out again.
+		if done, err := replay.Seen(r.Context(), o.used, completedKey(tokenID), o.now()); err != nil {
+			httpapi.WriteError(w, httpapi.ReplayStoreUnavailable(err))
+			return
+		} else if done {
+			httpapi.WriteError(w, errAlreadyCompleted())
+			return
+		}
 		b, err := rawRegistration(p)
 		if err != nil {
 			httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The platform's configuration could not be encoded."))
@@ -87,6 +97,14 @@ func (o *Onboarding) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, pendingView(r.PathValue("id"), pc))
+}
+
+// completedKey records in the replay store that the pending registration tokenID was
+// completed (or its completion attempted).
+func completedKey(tokenID string) string { return "registration:" + tokenID }
+
+func errAlreadyCompleted() *httpapi.Error {
+	return httpapi.Errorf(http.StatusConflict, "REGISTRATION_ALREADY_COMPLETED", "This registration was already completed.")
 }
 
 // Complete serves POST /api/registrations/{id}/complete: register now, and answer the
@@ -123,11 +141,11 @@ func (o *Onboarding) Complete(w http.ResponseWriter, r *http.Request) {
 	id := ""
 	defer func() { done(id) }()
 	now := o.now()
-	if first, err := o.used.Use(r.Context(), "registration:"+tokenID, now.Add(pendingTTL), now); err != nil {
+	if first, err := o.used.Use(r.Context(), completedKey(tokenID), now.Add(pendingTTL), now); err != nil {
 		httpapi.WriteError(w, httpapi.ReplayStoreUnavailable(err))
 		return
 	} else if !first {
-		httpapi.WriteError(w, httpapi.Errorf(http.StatusConflict, "REGISTRATION_ALREADY_COMPLETED", "This registration was already completed."))
+		httpapi.WriteError(w, errAlreadyCompleted())
 		return
 	}
 	id, herr = o.complete(r.Context(), pc, p.Token, body.PlatformName, active, body.Messages)

@@ -90,3 +90,32 @@ func TestRegistrationInTheLTIAASSDKShapes(t *testing.T) {
 		t.Fatalf("messages sent %v", msgs)
 	}
 }
+
+// The attack of issue #28 item 7: ?raw=true answers the LMS's registration token, a bearer
+// credential for the LMS's registration endpoint. Once the registration is completed it
+// has served its purpose, and nobody holding the id may read it any more.
+func TestRawRegistrationTokenIsNotReadableOnceCompleted(t *testing.T) {
+	h := newHarness(t, preApproval, func(c *harnessConfig) { c.mode = lmssim.DeploymentInToolConfig })
+	start := h.start()
+	su, _ := url.Parse(start)
+	token := su.Query().Get("registration_token")
+	res := h.open(start, false)
+	loc, _ := url.Parse(res.Header.Get("Location"))
+	path := "/api/registrations/" + url.PathEscape(loc.Query().Get("registrationId"))
+	if raw := h.call("GET", path+"?raw=true", nil); raw.Status != http.StatusOK || token == "" {
+		t.Fatalf("before completion: %d (token %q)", raw.Status, token)
+	}
+	if done := h.call("POST", path+"/complete", map[string]any{}); done.Status != http.StatusOK {
+		t.Fatalf("complete: %d %s", done.Status, done.Body)
+	}
+	for _, q := range []string{"?raw=true", "?raw=1"} {
+		after := h.call("GET", path+q, nil)
+		if strings.Contains(string(after.Body), token) {
+			t.Fatalf("%s after completion answered the registration token: %d", q, after.Status)
+		}
+		testhttp.WantRefusal(t, after, http.StatusConflict, "REGISTRATION_ALREADY_COMPLETED")
+	}
+	if view := h.call("GET", path, nil); view.Status != http.StatusOK {
+		t.Errorf("the registration's view (no token) after completion: %d", view.Status)
+	}
+}

@@ -238,8 +238,8 @@ func (l *Limiter) forwardedFor(headers []string, addr netip.Addr) netip.Addr {
 			} else {
 				entry, h = h, ""
 			}
-			a, err := netip.ParseAddr(strings.TrimSpace(entry))
-			if err != nil {
+			a, ok := forwardedAddr(strings.TrimSpace(entry))
+			if !ok {
 				return addr
 			}
 			addr = a.Unmap()
@@ -249,6 +249,24 @@ func (l *Limiter) forwardedFor(headers []string, addr netip.Addr) netip.Addr {
 		}
 	}
 	return addr
+}
+
+// forwardedAddr reads one X-Forwarded-For entry: an address (198.51.100.7, 2001:db8::7),
+// an IPv6 address in brackets ([2001:db8::7]), or either with the client's port
+// (198.51.100.7:51234, [2001:db8::7]:51234), as some proxies write it.
+func forwardedAddr(entry string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(entry); err == nil {
+		return a, true
+	}
+	if ap, err := netip.ParseAddrPort(entry); err == nil {
+		return ap.Addr(), true
+	}
+	if len(entry) > 2 && entry[0] == '[' && entry[len(entry)-1] == ']' {
+		if a, err := netip.ParseAddr(entry[1 : len(entry)-1]); err == nil && a.Is6() {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 func (l *Limiter) isTrusted(a netip.Addr) bool {

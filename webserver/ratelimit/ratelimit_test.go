@@ -194,6 +194,12 @@ func TestClientAddr(t *testing.T) {
 		{"[::ffff:192.0.2.1]:5", nil, "192.0.2.1"},                                  // IPv4-mapped
 		{"[2001:db8:1:2:3:4:5:6]:5", nil, "2001:db8:1:2::"},                         // IPv6 per /64
 		{"[fd00::1]:5", []string{"2001:db8:9:9::1"}, "2001:db8:9:9::"},
+		{"10.1.1.1:5", []string{"198.51.100.2:51234"}, "198.51.100.2"},               // with the client's port
+		{"10.1.1.1:5", []string{"[2001:db8:9:9::1]:51234"}, "2001:db8:9:9::"},        // IPv6 with a port
+		{"10.1.1.1:5", []string{"[2001:db8:9:9::1]"}, "2001:db8:9:9::"},              // IPv6 in brackets
+		{"10.1.1.1:5", []string{"198.51.100.2:51234, 10.2.2.2:443"}, "198.51.100.2"}, // ports on every hop
+		{"10.1.1.1:5", []string{"6.6.6.6, [198.51.100.2]"}, "10.1.1.1"},              // brackets around IPv4: not a form proxies write
+		{"10.1.1.1:5", []string{"6.6.6.6, 198.51.100.2:99999"}, "10.1.1.1"},          // a port out of range: not an entry
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = tc.remote
@@ -237,5 +243,30 @@ func BenchmarkAllowedManyClients(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		h.ServeHTTP(w, reqs[i%len(reqs)])
+	}
+}
+
+// The attack of issue #28 item 4: behind a proxy that writes X-Forwarded-For entries with
+// the client's port (198.51.100.7:51234, [2001:db8::7]:51234), one client spends its
+// bucket and every other client behind that proxy must still be served: each entry is
+// parsed with its port, not left to fall back to the proxy's shared bucket.
+func TestForwardedForWithPortsDoesNotLetOneClientLockOutAll(t *testing.T) {
+	for _, tc := range []struct{ name, attacker, victim string }{
+		{"IPv4 with a port", "198.51.100.7:51234", "198.51.100.8:40000"},
+		{"IPv6 with a port", "[2001:db8::7]:51234", "[2001:db8:1::8]:40000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ratelimit.New(0, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, newClock().now)
+			h := l.Group(ratelimit.Limit{Rate: 0.001, Burst: 3}).Middleware(deny)(http.HandlerFunc(ok))
+			for range 10 {
+				serve(h, "10.0.0.1:443", tc.attacker)
+			}
+			if w := serve(h, "10.0.0.1:443", tc.attacker); w.Code != http.StatusTooManyRequests {
+				t.Fatalf("the attacker is not limited: %d", w.Code)
+			}
+			if w := serve(h, "10.0.0.1:443", tc.victim); w.Code != http.StatusOK {
+				t.Errorf("another client behind the same proxy: %d, want 200 (the attacker locked out everyone)", w.Code)
+			}
+		})
 	}
 }

@@ -89,6 +89,19 @@ func (r *Registry) ByConsumerKey(key string) *Platform {
 	return winner
 }
 
+// ConsumerKeyHolder returns a registration other than except (an id) holding LTI 1.1
+// consumer key key, active or not, or nil: the API refuses a second holder.
+func (r *Registry) ConsumerKeyHolder(key, except string) *Platform {
+	r.legacy.mu.RLock()
+	defer r.legacy.mu.RUnlock()
+	for _, p := range r.legacy.byKey[key] {
+		if p.ID != except {
+			return p
+		}
+	}
+	return nil
+}
+
 // LTI11Secret returns p's LTI 1.1 shared secret from the cache; false when p has no 1.1
 // credentials or the Secret (or its key) is not there.
 func (r *Registry) LTI11Secret(p *Platform) (string, bool) {

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"container/list"
 	"context"
 	"crypto/rsa"
 	"encoding/json"
@@ -33,6 +34,9 @@ const (
 	maxKeySetBytes  = 1 << 20
 	fetchTimeout    = 5 * time.Second
 	maxKeySets      = 10000
+	// Past maxKeySets one set is evicted: the first expired one among this many least
+	// recently used, else the least recently used.
+	evictionScan = 1024
 	// A failed fetch is remembered for failureTTL plus up to failureJitter, so a platform
 	// that is down costs one fetch per set and replica every 10–30 s, not one per launch,
 	// and replicas do not retry in lockstep.
@@ -56,8 +60,10 @@ type PeerKeys struct {
 	now          func() time.Time
 	staleIfError time.Duration
 
-	mu   sync.Mutex
-	sets map[string]*keySet // by key set URL
+	mu      sync.Mutex
+	sets    map[string]*keySet // by key set URL
+	lru     *list.List         // of *keySet, the most recently used in front
+	maxSets int
 }
 
 // NewPeerKeys returns a resolver using client for fetches: one from outbound.NewClient,
@@ -67,7 +73,7 @@ func NewPeerKeys(client *http.Client) *PeerKeys {
 	if client == nil {
 		client = outbound.NewClient(outbound.Policy{Timeout: fetchTimeout, Target: outbound.TargetJWKS})
 	}
-	return &PeerKeys{client: client, now: time.Now, staleIfError: defaultStaleIfError, sets: map[string]*keySet{}}
+	return &PeerKeys{client: client, now: time.Now, staleIfError: defaultStaleIfError, sets: map[string]*keySet{}, lru: list.New(), maxSets: maxKeySets}
 }
 
 // WithClock makes pk read the time from now (tests, simulations) and returns pk; call it
@@ -78,7 +84,10 @@ func (pk *PeerKeys) WithClock(now func() time.Time) *PeerKeys {
 }
 
 type keySet struct {
-	mu          sync.Mutex // guards the fields; never held during a fetch
+	url  string
+	elem *list.Element // in PeerKeys.lru; guarded by PeerKeys.mu
+
+	mu          sync.Mutex // guards the fields below; never held during a fetch
 	keys        map[string]*rsa.PublicKey
 	fetched     time.Time // of keys, for the stale-if-error bound
 	expires     time.Time
@@ -126,11 +135,14 @@ func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKe
 	pk.mu.Lock()
 	set := pk.sets[url]
 	if set == nil {
-		if len(pk.sets) >= maxKeySets {
-			pk.sets = map[string]*keySet{} // bounded: start over rather than grow without limit
+		if len(pk.sets) >= pk.maxSets {
+			pk.evictOne()
 		}
-		set = &keySet{}
+		set = &keySet{url: url}
+		set.elem = pk.lru.PushFront(set)
 		pk.sets[url] = set
+	} else {
+		pk.lru.MoveToFront(set.elem)
 	}
 	pk.mu.Unlock()
 
@@ -186,6 +198,31 @@ func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKe
 		return key, nil
 	}
 	return nil, lti.ErrUnknownKey
+}
+
+// evictOne makes room for one set: bounded, and never by dropping the whole cache, which
+// would cost one fetch per set again (issue #28 §6). The first expired set among the
+// least recently used goes, else the least recently used. The caller holds pk.mu.
+func (pk *PeerKeys) evictOne() {
+	victim := pk.lru.Back()
+	now := pk.now()
+	for e, n := victim, 0; e != nil && n < evictionScan; e, n = e.Prev(), n+1 {
+		if e.Value.(*keySet).expired(now) {
+			victim = e
+			break
+		}
+	}
+	if victim != nil {
+		delete(pk.sets, pk.lru.Remove(victim).(*keySet).url)
+	}
+}
+
+// expired tells a set whose keys are past their max-age, with no failure to remember
+// and no fetch under way: keeping it saves nothing.
+func (s *keySet) expired(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flight == nil && !now.Before(s.expires) && !now.Before(s.failedUntil)
 }
 
 // stale answers kid from the last good keys when the key set cannot be obtained now (err):

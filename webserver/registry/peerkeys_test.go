@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -409,4 +410,82 @@ func TestStaticKeys(t *testing.T) {
 // listen on loopback over plain http.
 func loopbackClient() *http.Client {
 	return outbound.NewClient(outbound.Policy{AllowHTTP: true, AllowLoopback: true, Timeout: fetchTimeout})
+}
+
+// The attack of issue #28 item 6: with more key-set URLs than the cache holds (tens of
+// thousands of registrations), a token naming one more platform must not drop every cached
+// set, after which garbage tokens to launches or notices cost one outbound fetch each again.
+// Past the bound the least recently used set goes, an expired one first; never all.
+func TestKeySetOneMoreURLPastTheBoundDoesNotDropTheCache(t *testing.T) {
+	k1 := testkeys.RSAKey(t, 0)
+	key := jwkMap(t, &k1.PublicKey, map[string]string{"kid": "k1"})
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path == "/short" {
+			w.Header().Set("Cache-Control", "max-age=30")
+		} else {
+			w.Header().Set("Cache-Control", "max-age=3600")
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{key}})
+	}))
+	defer srv.Close()
+	fetches := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, h := range hits {
+			n += h
+		}
+		return n
+	}
+
+	const bound = 50
+	pk := NewPeerKeys(loopbackClient())
+	pk.maxSets = bound
+	clock := time.Now()
+	pk.now = func() time.Time { return clock }
+	ctx := context.Background()
+	lookup := func(path string) {
+		t.Helper()
+		if _, err := pk.PlatformKey(ctx, jwksPlatform(srv.URL+path), "k1"); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	path := func(i int) string { return "/p" + strconv.Itoa(i) }
+	for i := range bound {
+		lookup(path(i))
+	}
+	// Set 0 is the least recently used; one more URL evicts it and nothing else.
+	lookup(path(bound))
+	before := fetches()
+	for i := 1; i <= bound; i++ {
+		lookup(path(i))
+	}
+	if extra := fetches() - before; extra != 0 {
+		t.Fatalf("one URL past the bound of %d cost %d fetches of sets that were cached", bound, extra)
+	}
+	lookup(path(0))
+	mu.Lock()
+	if hits[path(0)] != 2 {
+		t.Errorf("the least recently used set was fetched %d times, want evicted and fetched again", hits[path(0)])
+	}
+	mu.Unlock()
+
+	// An expired set goes before the least recently used one. Least recently used first,
+	// the cache holds 2..50, 0; /short evicts 2.
+	lookup("/short")
+	clock = clock.Add(time.Minute) // /short has expired; the others have not
+	before = fetches()
+	lookup(path(bound + 1)) // evicts /short, not 3
+	lookup(path(3))
+	if extra := fetches() - before; extra != 1 {
+		t.Errorf("%d fetches, want 1 (the new URL): the expired set should have gone before the least recently used", extra)
+	}
+	if n := len(pk.sets); n > bound {
+		t.Errorf("%d sets cached, bound %d", n, bound)
+	}
 }

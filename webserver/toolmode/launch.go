@@ -247,22 +247,9 @@ func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
 // destination is the integrator page for the message type, carrying the query of the
 // target link from the signed claim (T-TOK-22: not the unsigned login parameter).
 func (t *Tool) destination(c *lti.Claims) (string, *httpapi.Error) {
-	base := t.opts.LaunchURL
-	if c.MessageType == lti.MessageDeepLinking && t.opts.DeepLinkingURL != "" {
-		base = t.opts.DeepLinkingURL
-	}
-	if u := t.opts.MessageLaunchURLs[c.MessageType]; u != "" {
-		base = u
-	} else if c.MessageType == lti.MessageSubmissionReview && t.opts.SubmissionReviewURL != "" {
-		base = t.opts.SubmissionReviewURL // T-SR-06
-	}
-	if base == "" {
-		return "", httpapi.Errorf(http.StatusServiceUnavailable, CodeLaunchNotConfigured,
-			"The tool has no Launch URL configured (setting launchUrl).")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", httpapi.Errorf(http.StatusServiceUnavailable, CodeLaunchNotConfigured, "The Launch URL is not a URL.")
+	u, herr := t.destinationBase(c.MessageType)
+	if herr != nil {
+		return "", herr
 	}
 	target := c.TargetLinkURI
 	if target != "" {
@@ -277,6 +264,29 @@ func (t *Tool) destination(c *lti.Claims) (string, *httpapi.Error) {
 		}
 	}
 	return u.String(), nil
+}
+
+// destinationBase is the configured integrator page for the message type, with its own
+// query only.
+func (t *Tool) destinationBase(messageType string) (*url.URL, *httpapi.Error) {
+	base := t.opts.LaunchURL
+	if messageType == lti.MessageDeepLinking && t.opts.DeepLinkingURL != "" {
+		base = t.opts.DeepLinkingURL
+	}
+	if u := t.opts.MessageLaunchURLs[messageType]; u != "" {
+		base = u
+	} else if messageType == lti.MessageSubmissionReview && t.opts.SubmissionReviewURL != "" {
+		base = t.opts.SubmissionReviewURL // T-SR-06
+	}
+	if base == "" {
+		return nil, httpapi.Errorf(http.StatusServiceUnavailable, CodeLaunchNotConfigured,
+			"The tool has no Launch URL configured (setting launchUrl).")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, httpapi.Errorf(http.StatusServiceUnavailable, CodeLaunchNotConfigured, "The Launch URL is not a URL.")
+	}
+	return u, nil
 }
 
 func withLtik(destination, ltik string) string {

@@ -71,19 +71,22 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// The target is the URL the LMS launched, query included: like the query of a 1.3
-	// target_link_uri, it is signed and carried to the integrator's page.
+	// The target is the URL the LMS launched, query included, as /api/idtoken shows it.
+	// Unlike a 1.3 target_link_uri its query is not carried to the integrator's page:
+	// OAuth 1.0a signs the parameters, not whether each came in the query or the body, so
+	// whoever holds a signed form could move parameters into that URL or out of it.
 	raw := lti11.Claims(ps, lti11.Origin{Issuer: string(p.Spec.URL), ClientID: p.Spec.ClientID, TargetLinkURI: signed})
 	claims, err := lti.ParseValidatedClaims(raw)
 	if err != nil {
 		t.fail(w, r, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The launch could not be recorded."))
 		return
 	}
-	destination, herr := t.destination(claims)
+	base, herr := t.destinationBase(claims.MessageType)
 	if herr != nil {
 		t.fail(w, r, herr)
 		return
 	}
+	destination := base.String()
 	record := Launch{
 		PlatformID: p.ID, PlatformUID: string(p.UID), Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
 		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,

@@ -132,7 +132,8 @@ func TestLTI11LaunchGivesTheSimplifiedToken(t *testing.T) {
 }
 
 // LTI11-LAUNCH-02: a launch URL with a query (one link per resource) is signed with its
-// query, and the query reaches the integrator's page, as a 1.3 target link's does.
+// query, and the query is in /api/idtoken's launch.target, not in the integrator's URL
+// (see TestLTI11SignedParametersMovedIntoTheQueryDoNotReachTheIntegratorURL).
 func TestLTI11LaunchCarriesTheLaunchURLQuery(t *testing.T) {
 	rg := newRig11(t)
 	target := rg.ltiop.URL + paths.Launch + "?resource=quiz-7"
@@ -140,12 +141,44 @@ func TestLTI11LaunchCarriesTheLaunchURLQuery(t *testing.T) {
 	if res.Status != http.StatusSeeOther {
 		t.Fatalf("launch: %d %s", res.Status, res.Body)
 	}
-	if loc := res.Location(t); loc.Query().Get("resource") != "quiz-7" || loc.Query().Get("ltik") == "" {
+	loc := res.Location(t)
+	if loc.Query().Has("resource") || loc.Query().Get("ltik") == "" {
 		t.Fatalf("went to %s", loc)
+	}
+	tok := rg.call(t, nil, "GET", "/api/idtoken", ltikAuth(loc.Query().Get("ltik")), nil)
+	if got := jsonPath(tok.JSON(t), "launch", "target"); got != target {
+		t.Errorf("launch.target = %v, want %s", got, target)
 	}
 	// The same form posted without the query it was signed with is refused.
 	form := rg.lms.Launch11(target, "u", nil)
 	testhttp.WantRefusal(t, rg.launch11(t, form), 401, lti11.CodeInvalidSignature)
+}
+
+// The attack of issue #28 item 3: OAuth 1.0a signs the parameter set, not whether each
+// came in the query or the body, so the holder of a signed form can move parameters between
+// them and the signature still holds. The integrator's URL must not change with it: a 1.1
+// launch's query is not merged into the destination (the launch URL's own query stays).
+func TestLTI11SignedParametersMovedIntoTheQueryDoNotReachTheIntegratorURL(t *testing.T) {
+	rg := newRig11(t, func(c *rigConfig) { c.opts.LaunchURL = rigLaunchURL + "?from=config" })
+	form := rg.lms.Launch11(rg.ltiop.URL+paths.Launch, "u", nil)
+	moved := url.Values{}
+	for _, k := range []string{"user_id", "custom_chapter", "roles"} {
+		moved[k] = form[k]
+		form.Del(k)
+	}
+	res := rg.postForm(t, browser(), paths.Launch+"?"+moved.Encode(), form, true)
+	if res.Status != http.StatusSeeOther {
+		t.Fatalf("the moved form was refused (%d %s): the attack needs the signature to hold", res.Status, res.Body)
+	}
+	loc := res.Location(t)
+	for k := range moved {
+		if loc.Query().Has(k) {
+			t.Errorf("%s, moved from the signed body into the query, reached the integrator's URL", k)
+		}
+	}
+	if loc.Query().Get("from") != "config" || loc.Query().Get("ltik") == "" {
+		t.Errorf("went to %s, want the configured launch URL's own query and the ltik", loc)
+	}
 }
 
 // Every refusal of an LTI 1.1 launch has its code, issues no ltik and uses no nonce.
