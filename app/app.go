@@ -96,6 +96,8 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 		Recorder:  mgr.GetEventRecorder("ltiop"),
 		Name:      cfg.ServiceSecret,
 		Namespace: cfg.Namespace,
+
+		PlatformKeyRotateEvery: cfg.PlatformKeyRotateEvery.Duration,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the service Secret controller: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/keys"
 )
 
@@ -371,5 +372,67 @@ func (m *keyAgeMetric) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, now.Sub(created).Seconds(), reg.Namespace, reg.Name, role)
 		}
+	}
+}
+
+// platformKeyAgeMetric is ltiop_platform_key_age_seconds{kid,key}: the age of each platform
+// signing key held (key = current: the one that signs; next: published, not signing yet;
+// retiring: signed before), as the elected controller last saw the service Secret.
+type platformKeyAgeMetric struct {
+	mu   sync.Mutex
+	desc *prometheus.Desc
+	keys map[string]platformKeyAge // kid → age
+}
+
+type platformKeyAge struct {
+	role    string
+	created time.Time
+}
+
+var platformKeyAges = &platformKeyAgeMetric{
+	desc: prometheus.NewDesc("ltiop_platform_key_age_seconds",
+		"Age of each platform-mode signing key held (key: current, next, retiring).", []string{"kid", "key"}, nil),
+	keys: map[string]platformKeyAge{},
+}
+
+func init() { metrics.Registry.MustRegister(platformKeyAges) }
+
+// set records the keys (in rotation order) at now.
+func (m *platformKeyAgeMetric) set(keys []keyring.Info, now time.Time) {
+	if len(keys) == 0 {
+		return
+	}
+	current := 0
+	for i, k := range keys {
+		if !k.NotBefore.After(now) {
+			current = i
+		}
+	}
+	out := make(map[string]platformKeyAge, len(keys))
+	for i, k := range keys {
+		role := "retiring"
+		switch {
+		case i == current:
+			role = "current"
+		case i > current:
+			role = "next"
+		}
+		out[k.ID] = platformKeyAge{role: role, created: k.Created}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys = out
+}
+
+// Describe implements prometheus.Collector.
+func (m *platformKeyAgeMetric) Describe(ch chan<- *prometheus.Desc) { ch <- m.desc }
+
+// Collect implements prometheus.Collector.
+func (m *platformKeyAgeMetric) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for kid, k := range m.keys {
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, now.Sub(k.created).Seconds(), kid, k.role)
 	}
 }

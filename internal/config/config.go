@@ -77,6 +77,9 @@ type Config struct {
 	ClockSkew Duration `json:"clockSkew"`
 	// ServiceSecret names the Secret the operator keeps the sealing keyring in.
 	ServiceSecret string `json:"serviceSecret"`
+	// PlatformKeyRotateEvery rotates the platform-mode signing key this often (0: only on
+	// request, with the annotation lti.ltiop.dev/rotate-platform-key).
+	PlatformKeyRotateEvery Duration `json:"platformKeyRotateEvery"`
 	// ShutdownTimeout bounds the graceful shutdown of the web server.
 	ShutdownTimeout Duration `json:"shutdownTimeout"`
 	// ServiceKeyLifetime is how long a service key (SERVICE-AUTH-V1) opens after the launch
@@ -268,6 +271,7 @@ var settings = []setting{
 	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
 	{"key-workers", "LTIOP_KEY_WORKERS", "registrations reconciled (keys generated) at once; 0 means twice the cores, at most 16", func(c *Config) flag.Value { return (*int64Value)(&c.KeyWorkers) }},
 	{"clock-skew", "LTIOP_CLOCK_SKEW", "leeway on exp and iat of incoming tokens", func(c *Config) flag.Value { return (*durationValue)(&c.ClockSkew.Duration) }},
+	{"platform-key-rotate-every", "LTIOP_PLATFORM_KEY_ROTATE_EVERY", "rotate the platform-mode signing key this often (0: on request only)", func(c *Config) flag.Value { return (*durationValue)(&c.PlatformKeyRotateEvery.Duration) }},
 	{"service-secret", "LTIOP_SERVICE_SECRET", "name of the Secret holding the sealing keyring (created when missing)", func(c *Config) flag.Value { return (*stringValue)(&c.ServiceSecret) }},
 	{"tool-name", "LTIOP_TOOL_NAME", "tool name shown to platforms (dynamic registration)", func(c *Config) flag.Value { return (*stringValue)(&c.ToolName) }},
 	{"tool-description", "LTIOP_TOOL_DESCRIPTION", "tool description shown to platforms", func(c *Config) flag.Value { return (*stringValue)(&c.ToolDescription) }},
@@ -418,6 +422,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClockSkew.Duration < 0 || c.ClockSkew.Duration > 5*time.Minute {
 		add("clockSkew: must be between 0 and 5m, got %s", c.ClockSkew.Duration)
+	}
+	if d := c.PlatformKeyRotateEvery.Duration; d != 0 && d < 24*time.Hour {
+		add("platformKeyRotateEvery: must be 0 (on request only) or at least 24h, got %s", d)
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.ServiceSecret); len(msgs) > 0 {
 		add("serviceSecret %q: %s", c.ServiceSecret, strings.Join(msgs, "; "))
