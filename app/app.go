@@ -221,6 +221,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	// when it is Redis.
 	replays, closeReplay, err := replay.Open(replay.Options{
 		URL: cfg.ReplayStore, Password: cfg.ReplayStorePassword, PasswordFile: cfg.ReplayStorePasswordFile,
+		Sentinel:  replaySentinel(cfg),
 		KeyPrefix: cfg.ReplayKeyPrefix(), Timeout: cfg.ReplayStoreTimeout.Duration, MemoryItems: replayMemoryItems,
 	})
 	if err != nil {
@@ -352,4 +353,13 @@ func rateLimits(cfg *config.Config) webserver.RateLimits {
 		Launch: lim(r.Launch), Register: lim(r.Register), PlatformAuthorize: lim(r.PlatformAuthorize),
 		PlatformToken: lim(r.PlatformToken), OAuth: lim(r.OAuth), Notices: lim(r.Notices), TrustedProxies: cfg.TrustedProxyPrefixes(),
 	}
+}
+
+// replaySentinel is the Sentinel set-up of the replay store, nil without one.
+func replaySentinel(cfg *config.Config) *replay.SentinelOptions {
+	if cfg.ReplayStoreSentinelMaster == "" {
+		return nil
+	}
+	return &replay.SentinelOptions{MasterName: cfg.ReplayStoreSentinelMaster, Addrs: cfg.ReplayStoreSentinelAddrs,
+		Username: cfg.ReplayStoreSentinelUsername, Password: cfg.ReplayStoreSentinelPassword}
 }

@@ -30,7 +30,9 @@ var _ = Describe("Tool-key rotation", func() {
 		const ns = "keyrotation"
 		createNamespace(ns)
 		ctx := context.Background()
-		elect := func(c *config.Config) { c.LeaderElection, c.LaunchURL, c.DeepLinkingURL = true, launchURL, deepLinkingURL }
+		elect := func(c *config.Config) {
+			c.LeaderElection, c.LaunchURL, c.DeepLinkingURL = true, launchURL, deepLinkingURL
+		}
 		replicas := []*devInstance{startReplica(ns, restCfg, elect), startReplica(ns, restCfg, elect)}
 		leader := func() *devInstance {
 			for _, r := range replicas {
