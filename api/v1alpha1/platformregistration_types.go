@@ -301,9 +301,9 @@ type PlatformRegistrationStatus struct {
 type LMSKeySource string
 
 const (
-	// LMSKeySourceKeySetURL: the LMS reads status.jwksUrl, so it learns a new key there.
+	// LMSKeySourceKeySetURL means the LMS reads status.jwksUrl, so it learns a new key there.
 	LMSKeySourceKeySetURL LMSKeySource = "KeySetURL"
-	// LMSKeySourcePastedKey: the LMS was given status.publicKey; it cannot follow a rotation
+	// LMSKeySourcePastedKey means the LMS was given status.publicKey; it cannot follow a rotation
 	// by itself, so none is made automatically.
 	LMSKeySourcePastedKey LMSKeySource = "PastedKey"
 )
