@@ -74,9 +74,15 @@ type rotationChange struct {
 // look again (0: no timed step ahead).
 func (r *PlatformRegistrationReconciler) rotateKey(ctx context.Context, reg *ltiv1.PlatformRegistration, status *ltiv1.PlatformRegistrationStatus) (time.Duration, error) {
 	secret := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: reg.Namespace, Name: KeySecretName(reg.Name)}, secret)
+	key := types.NamespacedName{Namespace: reg.Namespace, Name: KeySecretName(reg.Name)}
+	err := r.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		// Just created by this reconcile and not cached yet: read it from the API server, so
+		// that this status write is complete and the Secret's own event writes nothing more.
+		err = r.APIReader.Get(ctx, key, secret)
+	}
 	if apierrors.IsNotFound(err) || err == nil && !metav1.IsControlledBy(secret, reg) {
-		return 0, nil // just created and not cached yet (its event brings us back), or not ours
+		return 0, nil // not there, or not ours (ensureKey reported it)
 	}
 	if err != nil {
 		return 0, err

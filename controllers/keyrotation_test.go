@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
@@ -53,6 +54,28 @@ func secretKIDs(reg *ltiv1.PlatformRegistration) [3]string {
 		kidOfPEM(s.Data[ltiv1.SecretKeyRetiringPrivateKey])}
 }
 
+// keyAgeRoles are the key labels of ltiop_tool_key_age_seconds for the registration.
+func keyAgeRoles(registration string) []string {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var roles []string
+	for _, f := range families {
+		if f.GetName() != "ltiop_tool_key_age_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["registration"] == registration {
+				roles = append(roles, labels["key"])
+			}
+		}
+	}
+	return roles
+}
+
 var _ = Describe("Tool-key rotation", func() {
 	ctx := context.Background()
 
@@ -80,6 +103,7 @@ var _ = Describe("Tool-key rotation", func() {
 		Expect(fresh(reg).Status.KID).To(Equal(first), "the old key signs until the next one's time")
 		Expect(secretKIDs(reg)).To(Equal([3]string{first, next, ""}))
 		Expect(eventsFor(reg.Name, ltiv1.ReasonKeyRotationStart)()).To(HaveLen(1))
+		Expect(keyAgeRoles(reg.Name)).To(ConsistOf("current", "next"), "ltiop_tool_key_age_seconds has both keys")
 
 		By("switching once the next key's time has come")
 		Eventually(func() string { return fresh(reg).Status.KID }).Should(Equal(next))
