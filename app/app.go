@@ -100,6 +100,8 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cfg *config.Config)
 		Recorder:  mgr.GetEventRecorder("ltiop"),
 		Name:      cfg.ServiceSecret,
 		Namespace: cfg.Namespace,
+
+		PlatformKeyRotateEvery: cfg.PlatformKeyRotateEvery.Duration,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the service Secret controller: %w", err)
 	}
@@ -225,6 +227,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	// when it is Redis.
 	replays, closeReplay, err := replay.Open(replay.Options{
 		URL: cfg.ReplayStore, Password: cfg.ReplayStorePassword, PasswordFile: cfg.ReplayStorePasswordFile,
+		Sentinel:  replaySentinel(cfg),
 		KeyPrefix: cfg.ReplayKeyPrefix(), Timeout: cfg.ReplayStoreTimeout.Duration, MemoryItems: replayMemoryItems,
 	})
 	if err != nil {
@@ -374,4 +377,13 @@ func rateLimits(cfg *config.Config) webserver.RateLimits {
 		Launch: lim(r.Launch), Register: lim(r.Register), PlatformAuthorize: lim(r.PlatformAuthorize),
 		PlatformToken: lim(r.PlatformToken), OAuth: lim(r.OAuth), Notices: lim(r.Notices), TrustedProxies: cfg.TrustedProxyPrefixes(),
 	}
+}
+
+// replaySentinel is the Sentinel set-up of the replay store, nil without one.
+func replaySentinel(cfg *config.Config) *replay.SentinelOptions {
+	if cfg.ReplayStoreSentinelMaster == "" {
+		return nil
+	}
+	return &replay.SentinelOptions{MasterName: cfg.ReplayStoreSentinelMaster, Addrs: cfg.ReplayStoreSentinelAddrs,
+		Username: cfg.ReplayStoreSentinelUsername, Password: cfg.ReplayStoreSentinelPassword}
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -88,9 +89,13 @@ func DefaultKeyWorkers() int { return min(max(2*goruntime.NumCPU(), 2), 16) }
 func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	reg := &ltiv1.PlatformRegistration{}
 	if err := r.Get(ctx, req.NamespacedName, reg); err != nil {
+		if apierrors.IsNotFound(err) {
+			keyAges.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !reg.DeletionTimestamp.IsZero() {
+		keyAges.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // the key Secret goes with it through its owner reference
 	}
 
@@ -108,7 +113,11 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var rotateAfter time.Duration
 	if problem == nil {
+		if rotateAfter, err = r.rotateKey(ctx, reg, status); err != nil {
+			return ctrl.Result{}, err
+		}
 		problem = r.checkSpec(reg)
 	}
 	if problem == nil {
@@ -127,7 +136,11 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if err := writeStatus(ctx, r.Client, r.Recorder, reg, next, news); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{RequeueAfter: recheck(reg, problem)}, nil
+	after := recheck(reg, problem)
+	if rotateAfter > 0 && (after == 0 || rotateAfter < after) {
+		after = rotateAfter
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // conflictRecheck is how often a registration blocked by a foreign Secret looks again: that
@@ -303,6 +316,7 @@ func (r *PlatformRegistrationReconciler) writeKey(ctx context.Context, reg *ltiv
 	secret.Labels[ltiv1.LabelManagedBy] = ltiv1.ManagedByValue
 	secret.Labels[ltiv1.LabelPlatformRegistration] = reg.Name
 	secret.Data = map[string][]byte{ltiv1.SecretKeyPrivateKey: pemBytes, ltiv1.SecretKeyKID: []byte(kid)}
+	stampNewKey(secret, r.now())
 	if err := controllerutil.SetControllerReference(reg, secret, r.Scheme); err != nil {
 		return err
 	}
@@ -363,8 +377,9 @@ func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 	return ctrl.NewControllerManagedBy(mgr).
 		// Labels count too: removing the dynamic-registration origin label makes a pending
 		// registration trusted (it gets its key and no longer expires).
+		// So does the rotation annotation (lti.ltiop.dev/rotate-key).
 		For(&ltiv1.PlatformRegistration{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, rotateKeyAnnotationChanged))).
 		Owns(&corev1.Secret{}).
 		// A registration's peers with the same (url, clientId) may change state when it
 		// appears, changes or goes away.
@@ -374,6 +389,11 @@ func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		Named("platformregistration").
 		Complete(r)
 }
+
+// rotateKeyAnnotationChanged passes updates that change the annotation asking for a rotation.
+var rotateKeyAnnotationChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetAnnotations()[ltiv1.AnnotationRotateKey] != e.ObjectNew.GetAnnotations()[ltiv1.AnnotationRotateKey]
+}}
 
 // SetupIndexes adds the field indexes the controller and the web server read.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {

@@ -85,6 +85,9 @@ type ServiceSecretReconciler struct {
 	ActivationDelay            time.Duration
 	PlatformKeyActivationDelay time.Duration
 	RetireAfter                time.Duration
+	// PlatformKeyRotateEvery, when set, adds a platform signing key on its own so that each
+	// key signs about this long (the annotation still rotates at any time).
+	PlatformKeyRotateEvery time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -173,6 +176,7 @@ type keySet[K keyring.Key] struct {
 	kind            keyring.Kind[K]
 	rotate, rotated string // annotations: the rotation asked for, the one last served
 	activationDelay time.Duration
+	every           time.Duration // automatic rotation (0: on request only)
 }
 
 func (r *ServiceSecretReconciler) sealingKeys() keySet[keyring.SealingKey] {
@@ -188,6 +192,7 @@ func (r *ServiceSecretReconciler) platformKeys() keySet[keyring.SigningKey] {
 		kind:   keyring.Signing,
 		rotate: ltiv1.AnnotationRotatePlatformKey, rotated: ltiv1.AnnotationRotatedPlatformKey,
 		activationDelay: r.platformKeyActivationDelay(),
+		every:           r.PlatformKeyRotateEvery,
 	}
 }
 
@@ -201,6 +206,15 @@ type keySetChange struct {
 	rotateTo    string    // the rotation request served
 	retired     []string  // the ids of the keys retired
 	next        time.Time // when a key next activates or becomes due for retirement (zero: never)
+	keys        []keyring.Info
+}
+
+func infos[K keyring.Key](keys []K) []keyring.Info {
+	out := make([]keyring.Info, len(keys))
+	for i, k := range keys {
+		out[i] = k.Info()
+	}
+	return out
 }
 
 // initial returns a new key set of one key, active from now.
@@ -254,7 +268,28 @@ func (ks keySet[K]) keep(secret *corev1.Secret, now time.Time, retireAfter time.
 		c.rotateTo = rotateTo
 	}
 
+	// Automatic rotation: the newest key is published activationDelay before it would have
+	// signed `every`, unless a key is already waiting to sign.
+	var due time.Time
+	if ks.every > 0 && c.added == "" && decodeErr == nil {
+		newest := keys[len(keys)-1].Info()
+		if !newest.NotBefore.After(now) {
+			due = newest.NotBefore.Add(ks.every - ks.activationDelay)
+			if !now.Before(due) {
+				k, err := ks.kind.NewKey(now, ks.activationDelay)
+				if err != nil {
+					return c, err
+				}
+				keys, changed = append(keys, k), true
+				c.added, c.addedFrom = k.Info().ID, k.Info().NotBefore
+				due = time.Time{}
+			}
+		}
+	}
+
 	keys, retired, next := retireKeys(keys, now, retireAfter)
+	next = earliest(next, due)
+	c.keys = infos(keys)
 	for _, k := range retired {
 		c.retired = append(c.retired, k.Info().ID)
 	}
@@ -326,6 +361,7 @@ func (r *ServiceSecretReconciler) update(ctx context.Context, secret *corev1.Sec
 		result.RequeueAfter = max(next.Sub(now), time.Second)
 	}
 	if equality.Semantic.DeepEqual(orig, secret) {
+		platformKeyAges.set(platform.keys, now)
 		return result, nil
 	}
 	// The optimistic lock makes a concurrent change (another replica's rotation, a user's
@@ -340,6 +376,7 @@ func (r *ServiceSecretReconciler) update(ctx context.Context, secret *corev1.Sec
 	}
 	r.sealingKeyEvents(secret, sealing)
 	r.platformKeyEvents(secret, platform)
+	platformKeyAges.set(platform.keys, now)
 	return result, nil
 }
 
@@ -389,10 +426,14 @@ func (r *ServiceSecretReconciler) platformKeyEvents(secret *corev1.Secret, c key
 				"before are no longer accepted.", secret.Name, c.unreadable, c.regenerated)
 	}
 	if c.added != "" {
+		why := fmt.Sprintf("for %s=%q", ltiv1.AnnotationRotatePlatformKey, c.rotateTo)
+		if c.rotateTo == "" {
+			why = fmt.Sprintf("on schedule (every %s)", r.PlatformKeyRotateEvery)
+		}
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonPlatformKeyRotated, "RotatePlatformKey",
-			"Added platform signing key %s for %s=%q. It is in the platform JWKS now and signs from %s, once tools "+
+			"Added platform signing key %s %s. It is in the platform JWKS now and signs from %s, once tools "+
 				"that cache the JWKS have fetched it; earlier keys stay published until they are retired.",
-			c.added, ltiv1.AnnotationRotatePlatformKey, c.rotateTo, c.addedFrom.Format(time.RFC3339))
+			c.added, why, c.addedFrom.Format(time.RFC3339))
 	}
 	if len(c.retired) > 0 {
 		r.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, ReasonPlatformKeysRetired, "RetirePlatformKeys",

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/app"
@@ -497,6 +498,52 @@ var _ = Describe("Service Secret controller", func() {
 			reconcile()
 			Expect(platformKeysOf(current())).To(HaveLen(2))
 			Expect(current().Annotations).To(HaveKeyWithValue(ltiv1.AnnotationRotatedPlatformKey, "second"))
+		})
+
+		It("rotates on schedule with PlatformKeyRotateEvery: published the activation delay before the key has signed that long", func() {
+			const every = 30 * 24 * time.Hour
+			delay := controllers.DefaultPlatformKeyActivationDelay
+			r.PlatformKeyRotateEvery = every
+			reconcile()
+			createdEvents()
+			first := platformKeysOf(current())[0]
+			Expect(reconcile().RequeueAfter).To(Equal(every-delay), "requeued at the next rotation")
+
+			now = first.NotBefore.Add(every - delay - time.Second)
+			Expect(reconcile().RequeueAfter).To(Equal(time.Second))
+			Expect(platformKeysOf(current())).To(HaveLen(1))
+			noMoreEvents()
+
+			now = now.Add(time.Second)
+			Expect(reconcile().RequeueAfter).To(Equal(delay), "requeued at the new key's activation")
+			keys := platformKeysOf(current())
+			Expect(keys).To(HaveLen(2))
+			second := keys[1]
+			Expect(second.NotBefore).To(Equal(first.NotBefore.Add(every)), "the old key signed exactly `every`")
+			Expect(recorder.Events).To(Receive(ContainSubstring("Added platform signing key " + second.ID + " on schedule (every 720h0m0s)")))
+			Expect(reconcile().RequeueAfter).To(Equal(delay), "a key waiting to sign is not joined by another")
+			Expect(platformKeysOf(current())).To(HaveLen(2))
+			noMoreEvents()
+
+			roles := map[string]string{}
+			families, err := metrics.Registry.Gather()
+			Expect(err).NotTo(HaveOccurred())
+			for _, f := range families {
+				if f.GetName() == "ltiop_platform_key_age_seconds" {
+					for _, m := range f.GetMetric() {
+						labels := map[string]string{}
+						for _, l := range m.GetLabel() {
+							labels[l.GetName()] = l.GetValue()
+						}
+						roles[labels["kid"]] = labels["key"]
+					}
+				}
+			}
+			Expect(roles).To(Equal(map[string]string{first.ID: "current", second.ID: "next"}))
+
+			now = second.NotBefore
+			Expect(reconcile().RequeueAfter).To(Equal(controllers.DefaultRetireAfter), "the retirement comes before the next rotation")
+			Expect(platformKeysOf(current())).To(HaveLen(2))
 		})
 
 		It("rotates both key sets in one write, and requeues at the soonest activation or retirement of either", func() {

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"net/url"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -112,6 +113,11 @@ type PlatformRegistrationSpec struct {
 	// claim of its 1.3 launches is verified with them.
 	// +optional
 	LTI11 *LTI11Credentials `json:"lti11,omitempty"`
+
+	// KeyRotation is the rotation policy of the tool key (status.kid). Unset: the key is
+	// rotated only on request (annotation lti.ltiop.dev/rotate-key).
+	// +optional
+	KeyRotation *KeyRotation `json:"keyRotation,omitempty"`
 }
 
 // LTI11Credentials are an LTI 1.1 consumer key and a reference to its shared secret.
@@ -287,6 +293,11 @@ type PlatformRegistrationStatus struct {
 	// change, and only ever moving forward in time.
 	// +optional
 	LaunchHealth *LaunchHealth `json:"launchHealth,omitempty"`
+
+	// KeyRotation tells where the rotation of the tool key stands: the key that signs, the
+	// next one (published, not signing yet), the one retiring (published, no longer signing).
+	// +optional
+	KeyRotation *KeyRotationStatus `json:"keyRotation,omitempty"`
 }
 
 // LaunchHealth is the time of the last successful launch and the last refusal of a
@@ -319,6 +330,111 @@ type LaunchRefusal struct {
 	Rule string `json:"rule,omitempty"`
 }
 
+// ---- Tool-key rotation (spec.keyRotation, status.keyRotation) ----
+
+// LMSKeySource says how the LMS holds the tool's public key.
+// +kubebuilder:validation:Enum=KeySetURL;PastedKey
+type LMSKeySource string
+
+const (
+	// LMSKeySourceKeySetURL means the LMS reads status.jwksUrl, so it learns a new key there.
+	LMSKeySourceKeySetURL LMSKeySource = "KeySetURL"
+	// LMSKeySourcePastedKey means the LMS was given status.publicKey; it cannot follow a rotation
+	// by itself, so none is made automatically.
+	LMSKeySourcePastedKey LMSKeySource = "PastedKey"
+)
+
+// KeyRotation is the rotation policy of a registration's tool key. A rotation publishes the
+// next key in the registration's key set PublishAhead before it signs, then signs with it,
+// and keeps the old key published GracePeriod after that.
+type KeyRotation struct {
+	// Every is how long a key signs before the next one takes over. Unset or 0: never
+	// automatically (the annotation lti.ltiop.dev/rotate-key still rotates).
+	// +optional
+	Every *metav1.Duration `json:"every,omitempty"`
+
+	// PublishAhead is how long the next key is in the key set before it signs: at least as
+	// long as the LMS caches the key set. Default 24h.
+	// +optional
+	PublishAhead *metav1.Duration `json:"publishAhead,omitempty"`
+
+	// GracePeriod is how long the old key stays in the key set after the next one signs,
+	// so what it signed just before (client assertions, deep-linking responses) still
+	// verifies. Default 1h.
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+
+	// LMSKeySource says how the LMS holds the tool key. Automatic rotation needs KeySetURL
+	// (dynamic registrations always do: they gave the LMS the key-set URL); with PastedKey
+	// or unset, keys are rotated only on request.
+	// +optional
+	LMSKeySource LMSKeySource `json:"lmsKeySource,omitempty"`
+}
+
+// Default rotation timings.
+const (
+	DefaultKeyPublishAhead = 24 * time.Hour
+	DefaultKeyGracePeriod  = time.Hour
+)
+
+// Timings returns every (0: never automatically), publishAhead and gracePeriod, with
+// defaults; p may be nil.
+func (p *KeyRotation) Timings() (every, publishAhead, gracePeriod time.Duration) {
+	publishAhead, gracePeriod = DefaultKeyPublishAhead, DefaultKeyGracePeriod
+	if p == nil {
+		return 0, publishAhead, gracePeriod
+	}
+	if p.Every != nil && p.Every.Duration > 0 {
+		every = p.Every.Duration
+	}
+	if p.PublishAhead != nil && p.PublishAhead.Duration >= 0 {
+		publishAhead = p.PublishAhead.Duration
+	}
+	if p.GracePeriod != nil && p.GracePeriod.Duration >= 0 {
+		gracePeriod = p.GracePeriod.Duration
+	}
+	return every, publishAhead, gracePeriod
+}
+
+// KeyRotationStatus is where the rotation of the tool key stands.
+type KeyRotationStatus struct {
+	// Current is the key that signs.
+	// +optional
+	Current *ToolKeyStatus `json:"current,omitempty"`
+	// Next is published in the key set and signs from its signsFrom.
+	// +optional
+	Next *ToolKeyStatus `json:"next,omitempty"`
+	// Retiring signed before Current; it stays published until its retiresAt.
+	// +optional
+	Retiring *ToolKeyStatus `json:"retiring,omitempty"`
+	// NextRotation is when the next automatic rotation starts (absent: none is scheduled).
+	// +optional
+	NextRotation *metav1.Time `json:"nextRotation,omitempty"`
+	// LastRequest is the value of the annotation lti.ltiop.dev/rotate-key last served.
+	// +optional
+	LastRequest string `json:"lastRequest,omitempty"`
+}
+
+// ToolKeyStatus is one tool key of a rotation.
+type ToolKeyStatus struct {
+	// KID is the key id, as published in the key set.
+	KID string `json:"kid"`
+	// Created is when the key was generated.
+	// +optional
+	Created *metav1.Time `json:"created,omitempty"`
+	// SignsFrom is when the key started (or starts) signing.
+	// +optional
+	SignsFrom *metav1.Time `json:"signsFrom,omitempty"`
+	// RetiresAt is when a retiring key leaves the key set.
+	// +optional
+	RetiresAt *metav1.Time `json:"retiresAt,omitempty"`
+	// PublicKey is the next key's PEM public key, for an LMS that holds a pasted key.
+	// +optional
+	PublicKey string `json:"publicKey,omitempty"`
+}
+
+// ---- end of tool-key rotation ----
+
 // IsDynamic reports whether dynamic registration (an unauthenticated request) wrote the
 // registration, as opposed to kubectl or the platforms API.
 func (r *PlatformRegistration) IsDynamic() bool {
@@ -343,6 +459,7 @@ func (r *PlatformRegistration) AwaitingActivation() bool {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Last Launch",type=date,JSONPath=`.status.launchHealth.lastLaunchTime`
 // +kubebuilder:printcolumn:name="Last Error",type=string,JSONPath=`.status.launchHealth.lastRefusal.code`
+// +kubebuilder:printcolumn:name="Key Age",type=date,JSONPath=`.status.keyRotation.current.created`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PlatformRegistration struct {
 	metav1.TypeMeta   `json:",inline"`

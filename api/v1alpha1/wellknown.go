@@ -56,6 +56,27 @@ const (
 	// AnnotationRotatedPlatformKey is the value of AnnotationRotatePlatformKey last served.
 	AnnotationRotatedPlatformKey = "lti.ltiop.dev/rotated-platform-key"
 
+	// AnnotationRotateKey on a PlatformRegistration asks for a new tool key, like
+	// AnnotationRotateSealingKey: set it to a new value and the controller starts a rotation
+	// (even for an LMS that holds a pasted key); status.keyRotation.lastRequest records the
+	// value served.
+	AnnotationRotateKey = "lti.ltiop.dev/rotate-key"
+
+	// Tool-key Secret: the rotation state, besides SecretKeyPrivateKey (the key that signs).
+	// SecretKeyNextPrivateKey is the next key (published, not signing yet) and
+	// SecretKeyRetiringPrivateKey the one before (published, no longer signing). The
+	// annotations hold their times (RFC 3339).
+	SecretKeyNextPrivateKey      = "next-private-key.pem"
+	SecretKeyRetiringPrivateKey  = "retiring-private-key.pem"
+	SecretKeyNextKID             = "next-kid"
+	SecretKeyRetiringKID         = "retiring-kid"
+	AnnotationKeySignsFrom       = "lti.ltiop.dev/key-signs-from"
+	AnnotationKeyCreated         = "lti.ltiop.dev/key-created"
+	AnnotationNextKeySignsFrom   = "lti.ltiop.dev/next-key-signs-from"
+	AnnotationNextKeyCreated     = "lti.ltiop.dev/next-key-created"
+	AnnotationRetiringKeyUntil   = "lti.ltiop.dev/retiring-key-until"
+	AnnotationRetiringKeyCreated = "lti.ltiop.dev/retiring-key-created"
+
 	// AnnotationKeySetAlias on a PlatformRegistration is a second name of its key set
 	// (/lti/keys/<alias>): dynamic registration tells the LMS the key-set URL before the
 	// LMS answers with its client_id, so when the answer names an existing registration, the
@@ -72,6 +93,10 @@ const (
 	// ConditionOAuth2Ready says whether the OAuth2 broker can serve the registration; it is
 	// present only when spec.oauth2 is set, and does not affect Ready (launches work either way).
 	ConditionOAuth2Ready = "OAuth2Ready"
+	// ConditionKeyRotating is True while a rotation of the tool key is under way (a next or
+	// a retiring key is published); False says whether and when the next one comes. It does
+	// not affect Ready.
+	ConditionKeyRotating = "KeyRotating"
 )
 
 // Data keys of the OAuth2 client Secret.
@@ -101,6 +126,19 @@ const (
 	// ReasonInvalidRedirectionURI: a tool's redirection URI cannot be used in an OAuth2
 	// authorization response (RFC 6749 §3.1.2 forbids a fragment).
 	ReasonInvalidRedirectionURI = "InvalidRedirectionURI"
+)
+
+// Reasons of the KeyRotating condition and the rotation events.
+const (
+	ReasonNextKeyPublished  = "NextKeyPublished"  // True: the next key is published, not signing yet
+	ReasonSwitchDeferred    = "SwitchDeferred"    // True: the next key waits for the retiring key to go
+	ReasonOldKeyRetiring    = "OldKeyRetiring"    // True: the new key signs, the old one is still published
+	ReasonRotationScheduled = "RotationScheduled" // False: the next automatic rotation is at status.keyRotation.nextRotation
+	ReasonRotationDisabled  = "RotationDisabled"  // False: no spec.keyRotation.every
+	ReasonPastedKey         = "PastedKeyNotRotated"
+	ReasonKeyRotationStart  = "KeyRotationStarted" // event: a next key was published
+	ReasonKeyRotated        = "KeyRotated"         // event: the next key signs
+	ReasonKeyRetired        = "KeyRetired"         // event: the old key left the key set
 )
 
 // LTI11SecretKey is the default data key of an LTI 1.1 shared-secret Secret.

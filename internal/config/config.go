@@ -78,6 +78,9 @@ type Config struct {
 	ClockSkew Duration `json:"clockSkew"`
 	// ServiceSecret names the Secret the operator keeps the sealing keyring in.
 	ServiceSecret string `json:"serviceSecret"`
+	// PlatformKeyRotateEvery rotates the platform-mode signing key this often (0: only on
+	// request, with the annotation lti.ltiop.dev/rotate-platform-key).
+	PlatformKeyRotateEvery Duration `json:"platformKeyRotateEvery"`
 	// ShutdownTimeout bounds the graceful shutdown of the web server.
 	ShutdownTimeout Duration `json:"shutdownTimeout"`
 	// ServiceKeyLifetime is how long a service key (SERVICE-AUTH-V1) opens after the launch
@@ -130,6 +133,16 @@ type Config struct {
 	ReplayStoreKeyPrefix string `json:"replayStoreKeyPrefix"`
 	// ReplayStoreTimeout bounds one Redis attempt; a failed attempt is retried once.
 	ReplayStoreTimeout Duration `json:"replayStoreTimeout"`
+	// ReplayStoreSentinelMaster, when set, finds the Redis master through Redis Sentinel
+	// under this name; ReplayStore then gives only the master's auth and database
+	// (redis://[user@]/0) and its host is not used.
+	ReplayStoreSentinelMaster string `json:"replayStoreSentinelMaster"`
+	// ReplayStoreSentinelAddrs are the sentinels' host:port addresses.
+	ReplayStoreSentinelAddrs []string `json:"replayStoreSentinelAddrs"`
+	// ReplayStoreSentinelUsername authenticates to the sentinels, with the password from
+	// LTIOP_REPLAY_STORE_SENTINEL_PASSWORD (environment only, like the Redis password).
+	ReplayStoreSentinelUsername string `json:"replayStoreSentinelUsername"`
+	ReplayStoreSentinelPassword string `json:"-"`
 	// RateLimits are the per-client-IP token buckets of the endpoints reachable without a
 	// credential, per route group.
 	RateLimits RateLimits `json:"rateLimits"`
@@ -280,6 +293,7 @@ var settings = []setting{
 	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
 	{"key-workers", "LTIOP_KEY_WORKERS", "registrations reconciled (keys generated) at once; 0 means twice the cores, at most 16", func(c *Config) flag.Value { return (*int64Value)(&c.KeyWorkers) }},
 	{"clock-skew", "LTIOP_CLOCK_SKEW", "leeway on exp and iat of incoming tokens", func(c *Config) flag.Value { return (*durationValue)(&c.ClockSkew.Duration) }},
+	{"platform-key-rotate-every", "LTIOP_PLATFORM_KEY_ROTATE_EVERY", "rotate the platform-mode signing key this often (0: on request only)", func(c *Config) flag.Value { return (*durationValue)(&c.PlatformKeyRotateEvery.Duration) }},
 	{"service-secret", "LTIOP_SERVICE_SECRET", "name of the Secret holding the sealing keyring (created when missing)", func(c *Config) flag.Value { return (*stringValue)(&c.ServiceSecret) }},
 	{"tool-name", "LTIOP_TOOL_NAME", "tool name shown to platforms (dynamic registration)", func(c *Config) flag.Value { return (*stringValue)(&c.ToolName) }},
 	{"tool-description", "LTIOP_TOOL_DESCRIPTION", "tool description shown to platforms", func(c *Config) flag.Value { return (*stringValue)(&c.ToolDescription) }},
@@ -304,6 +318,9 @@ var settings = []setting{
 	{"replay-store", "LTIOP_REPLAY_STORE", "where single uses are recorded: memory (one replica) or redis://host:6379/0, rediss:// for TLS (several replicas)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStore) }},
 	{"replay-store-password-file", "LTIOP_REPLAY_STORE_PASSWORD_FILE", "file holding the Redis password (or set LTIOP_REPLAY_STORE_PASSWORD)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStorePasswordFile) }},
 	{"replay-store-key-prefix", "LTIOP_REPLAY_STORE_KEY_PREFIX", "prefix of the Redis keys (default ltiop:<namespace>:)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStoreKeyPrefix) }},
+	{"replay-store-sentinel-master", "LTIOP_REPLAY_STORE_SENTINEL_MASTER", "find the Redis master through Sentinel under this name", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStoreSentinelMaster) }},
+	{"replay-store-sentinel-addrs", "LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "comma-separated host:port of the sentinels", func(c *Config) flag.Value { return (*stringListValue)(&c.ReplayStoreSentinelAddrs) }},
+	{"replay-store-sentinel-username", "LTIOP_REPLAY_STORE_SENTINEL_USERNAME", "user of the sentinels (password: LTIOP_REPLAY_STORE_SENTINEL_PASSWORD)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStoreSentinelUsername) }},
 	{"replay-store-timeout", "LTIOP_REPLAY_STORE_TIMEOUT", "bound of one Redis attempt (one retry follows a failure)", func(c *Config) flag.Value { return (*durationValue)(&c.ReplayStoreTimeout.Duration) }},
 	{"rate-limit-launch", "LTIOP_RATE_LIMIT_LAUNCH", "per-client-IP limit of /lti/login, /lti/launch, /lti/launch/complete as rate/burst (requests a second / at once); 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.Launch) }},
 	{"rate-limit-register", "LTIOP_RATE_LIMIT_REGISTER", "per-client-IP limit of /lti/register as rate/burst; 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.Register) }},
@@ -384,6 +401,7 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 	}
 	// A password is a secret: not a flag (visible in the process list), not the YAML file.
 	cfg.ReplayStorePassword = getenv("LTIOP_REPLAY_STORE_PASSWORD")
+	cfg.ReplayStoreSentinelPassword = getenv("LTIOP_REPLAY_STORE_SENTINEL_PASSWORD")
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -451,6 +469,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClockSkew.Duration < 0 || c.ClockSkew.Duration > 5*time.Minute {
 		add("clockSkew: must be between 0 and 5m, got %s", c.ClockSkew.Duration)
+	}
+	if d := c.PlatformKeyRotateEvery.Duration; d != 0 && d < 24*time.Hour {
+		add("platformKeyRotateEvery: must be 0 (on request only) or at least 24h, got %s", d)
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.ServiceSecret); len(msgs) > 0 {
 		add("serviceSecret %q: %s", c.ServiceSecret, strings.Join(msgs, "; "))
@@ -525,14 +546,29 @@ func (c *Config) validateReplayStore(add func(string, ...any)) {
 	if c.ReplayStoreTimeout.Duration <= 0 || c.ReplayStoreTimeout.Duration > 10*time.Second {
 		add("replayStoreTimeout: must be between 1ms and 10s, got %s", c.ReplayStoreTimeout.Duration)
 	}
+	sentinel := c.ReplayStoreSentinelMaster != ""
+	if sentinel != (len(c.ReplayStoreSentinelAddrs) > 0) {
+		add("replayStoreSentinelMaster and replayStoreSentinelAddrs: give both or neither")
+	}
+	if (c.ReplayStoreSentinelUsername != "" || c.ReplayStoreSentinelPassword != "") && !sentinel {
+		add("replayStoreSentinelUsername/LTIOP_REPLAY_STORE_SENTINEL_PASSWORD: set, but no Sentinel is configured")
+	}
+	for _, a := range c.ReplayStoreSentinelAddrs {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			add("replayStoreSentinelAddrs: %q is not host:port", a)
+		}
+	}
 	if c.ReplayStore == "" || c.ReplayStore == "memory" {
 		if c.ReplayStorePassword != "" || c.ReplayStorePasswordFile != "" {
 			add("replayStore: a Redis password is set but the store is memory")
 		}
+		if sentinel {
+			add("replayStore: Sentinel is configured but the store is memory (use redis:///0)")
+		}
 		return
 	}
 	u, err := url.Parse(c.ReplayStore)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || (u.Host == "" && !sentinel) {
 		add("replayStore: must be memory, redis://host:6379/0 or rediss://host:6380/0")
 		return
 	}

@@ -464,6 +464,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "replay password and file", args: []string{"--replay-store-password-file", "/p"},
 			env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"give the Redis password once"}},
 		{name: "replay password for memory", env: base().with("LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"password is set but the store is memory"}},
+		{name: "replayStore Sentinel master without addresses", env: base().with("LTIOP_REPLAY_STORE", "redis:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m"), want: []string{"replayStoreSentinelMaster and replayStoreSentinelAddrs: give both"}},
+		{name: "replayStore Sentinel address not host:port", env: base().with("LTIOP_REPLAY_STORE", "redis:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0"), want: []string{`replayStoreSentinelAddrs: "sentinel-0" is not host:port`}},
+		{name: "replayStore Sentinel with memory", env: base().with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "s:26379"), want: []string{"Sentinel is configured but the store is memory"}},
+		{name: "replayStore Sentinel password without Sentinel", env: base().with("LTIOP_REPLAY_STORE_SENTINEL_PASSWORD", "x"), want: []string{"no Sentinel is configured"}},
+		{name: "platformKeyRotateEvery too short", env: base().with("LTIOP_PLATFORM_KEY_ROTATE_EVERY", "1h"), want: []string{"platformKeyRotateEvery: must be 0"}},
 		{name: "replayStoreTimeout zero", env: base().with("LTIOP_REPLAY_STORE_TIMEOUT", "0s"), want: []string{"replayStoreTimeout: must be between"}},
 		{name: "rate limit without a burst", env: base().with("LTIOP_RATE_LIMIT_LAUNCH", "10"), want: []string{"LTIOP_RATE_LIMIT_LAUNCH", "rate/burst"}},
 		{name: "rate limit bad burst", args: []string{"--rate-limit-oauth", "10/lots"}, env: base(), want: []string{"rate-limit-oauth"}},
@@ -515,6 +520,9 @@ func TestLoadAccepts(t *testing.T) {
 		{name: "publicUrl with a path", env: base().with("LTIOP_PUBLIC_URL", "https://example.com/lti")},
 		{name: "replayStore with the password in the URL", env: base().with("LTIOP_REPLAY_STORE", "rediss://user:pw@redis:6380/0")},
 		{name: "replayStore memory, explicitly", args: []string{"--replay-store", "memory"}, env: base()},
+		{name: "replayStore through Sentinel", env: base().with("LTIOP_REPLAY_STORE", "redis:///0", "LTIOP_REPLAY_STORE_SENTINEL_MASTER", "ltiop",
+			"LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0:26379,sentinel-1:26379", "LTIOP_REPLAY_STORE_SENTINEL_PASSWORD", "pw")},
+		{name: "platformKeyRotateEvery 90 days", env: base().with("LTIOP_PLATFORM_KEY_ROTATE_EVERY", "2160h")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,6 +38,19 @@ type RedisOptions struct {
 	KeyPrefix string
 	// Timeout bounds one attempt (connecting included); zero is DefaultTimeout.
 	Timeout time.Duration
+	// Sentinel, when set, finds the master through Redis Sentinel: URL then gives only the
+	// master's user, password, database and TLS (its host is not used; redis:///0 will do).
+	Sentinel *SentinelOptions
+}
+
+// SentinelOptions locate a Redis master through Sentinel.
+type SentinelOptions struct {
+	// MasterName is the name the sentinels monitor the master under.
+	MasterName string
+	// Addrs are the sentinels' host:port addresses.
+	Addrs []string
+	// Username and Password authenticate to the sentinels (not to the master).
+	Username, Password string
 }
 
 // Redis is a Store on a Redis-protocol server (Redis 7, Valkey) that every replica shares.
@@ -58,7 +71,7 @@ type Redis struct {
 // NewRedis connects lazily: a server down at start is reported by Use, not here.
 func NewRedis(o RedisOptions) (*Redis, error) {
 	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || (u.Host == "" && o.Sentinel == nil) {
 		// The URL may carry a password: never repeat it.
 		return nil, errors.New("replay store: the URL must be redis://host:port/db or rediss://host:port/db")
 	}
@@ -95,7 +108,31 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	return &Redis{client: redis.NewClient(opts), prefix: o.KeyPrefix, timeout: timeout, instance: hex.EncodeToString(id[:])}, nil
+	client, err := newClient(opts, o.Sentinel)
+	if err != nil {
+		return nil, err
+	}
+	return &Redis{client: client, prefix: o.KeyPrefix, timeout: timeout, instance: hex.EncodeToString(id[:])}, nil
+}
+
+// newClient is a client of the server opts names, or, with sentinel, of the master the
+// sentinels name, with the same time bounds. While the sentinels name no master that
+// answers (a failover under way), every attempt fails, so Use fails closed.
+func newClient(opts *redis.Options, sentinel *SentinelOptions) (*redis.Client, error) {
+	if sentinel == nil {
+		return redis.NewClient(opts), nil
+	}
+	if sentinel.MasterName == "" || len(sentinel.Addrs) == 0 {
+		return nil, errors.New("replay store: Sentinel needs a master name and at least one sentinel address")
+	}
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: sentinel.MasterName, SentinelAddrs: sentinel.Addrs,
+		SentinelUsername: sentinel.Username, SentinelPassword: sentinel.Password,
+		Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLSConfig,
+		DialTimeout: opts.DialTimeout, ReadTimeout: opts.ReadTimeout, WriteTimeout: opts.WriteTimeout,
+		PoolTimeout: opts.PoolTimeout, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1,
+		Protocol: 2, DisableIdentity: true,
+	}), nil
 }
 
 // Close closes the connections.

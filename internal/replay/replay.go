@@ -51,6 +51,8 @@ type Options struct {
 	Timeout time.Duration
 	// MemoryItems bounds Memory.
 	MemoryItems int
+	// Sentinel, when set, finds the Redis master through Redis Sentinel (see RedisOptions).
+	Sentinel *SentinelOptions
 }
 
 // Open builds the store o selects, counted in the metrics. Close releases its connections.
@@ -70,7 +72,7 @@ func Open(o Options) (Store, io.Closer, error) {
 		// A file written by hand often ends with a newline that is not part of the password.
 		password = strings.TrimRight(string(b), "\r\n")
 	}
-	r, err := NewRedis(RedisOptions{URL: o.URL, Password: password, KeyPrefix: o.KeyPrefix, Timeout: o.Timeout})
+	r, err := NewRedis(RedisOptions{URL: o.URL, Password: password, KeyPrefix: o.KeyPrefix, Timeout: o.Timeout, Sentinel: o.Sentinel})
 	if err != nil {
 		return nil, nil, err
 	}

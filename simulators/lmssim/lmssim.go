@@ -56,6 +56,10 @@ type LMS struct {
 	GroupSets []GroupSet
 	// HTTPClient fetches the tool's JWKS; nil means a client with a 10 s timeout.
 	HTTPClient *http.Client
+	// CacheToolKeys makes the LMS keep the tool's JWKS as a caching LMS does: fetched once,
+	// then only by RefreshToolKeys (its schedule); a kid not in the cache is refused, not
+	// fetched. Unset, an unknown kid makes it fetch the JWKS again.
+	CacheToolKeys bool
 
 	key  *rsa.PrivateKey
 	kid  string

@@ -437,6 +437,9 @@ func (l *LMS) toolKey(ctx context.Context, kid string) (jwk.Key, error) {
 	set, jwksURL := l.svc.toolKeys, l.svc.jwksURL
 	l.mu.Unlock()
 	k, ok := lookupKey(set, kid)
+	if !ok && l.CacheToolKeys && set != nil {
+		return nil, fmt.Errorf("kid %q is not in the cached tool JWKS", kid)
+	}
 	if !ok {
 		var err error
 		if set, err = l.fetchJWKS(ctx, jwksURL); err != nil {
@@ -453,6 +456,30 @@ func (l *LMS) toolKey(ctx context.Context, kid string) (jwk.Key, error) {
 		return nil, fmt.Errorf("kid %q is not an RSA key", kid)
 	}
 	return k, nil
+}
+
+// RefreshToolKeys fetches the tool's JWKS into the cache now, as a caching LMS does on its
+// schedule, and returns the kids it holds.
+func (l *LMS) RefreshToolKeys(ctx context.Context) ([]string, error) {
+	l.mu.Lock()
+	jwksURL := l.svc.jwksURL
+	l.mu.Unlock()
+	set, err := l.fetchJWKS(ctx, jwksURL)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.svc.toolKeys = set
+	l.mu.Unlock()
+	var kids []string
+	for i := range set.Len() {
+		if k, ok := set.Key(i); ok {
+			if kid, ok := k.KeyID(); ok {
+				kids = append(kids, kid)
+			}
+		}
+	}
+	return kids, nil
 }
 
 func lookupKey(set jwk.Set, kid string) (jwk.Key, bool) {

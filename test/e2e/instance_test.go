@@ -25,6 +25,7 @@ type devInstance struct {
 	URL       string        // its public URL: http://localhost:<port>
 	Local     string        // where to reach it: http://127.0.0.1:<port>
 	stopped   chan struct{} // closed when its Start returned
+	stop      func()        // stops it and waits until it has
 }
 
 // startDevInstance starts one for the current spec in a new namespace ns; mutate adjusts
@@ -78,6 +79,7 @@ func runReplica(ns string, rc *rest.Config, mutate func(*config.Config)) *devIns
 	d.App = a
 	d.stopped = make(chan struct{})
 	go func() { defer close(d.stopped); _ = a.Start(ctx) }()
-	DeferCleanup(func() { cancel(); <-d.stopped })
+	d.stop = func() { cancel(); <-d.stopped }
+	DeferCleanup(d.stop)
 	return d
 }

@@ -187,7 +187,7 @@ func syntheticKey(b *testing.B) *ToolKey {
 		b.Fatal(err)
 	}
 	k := &ToolKey{KID: kid}
-	if err := k.publish(pub); err != nil {
+	if err := k.publish([]*rsa.PublicKey{pub}); err != nil {
 		b.Fatal(err)
 	}
 	return k

@@ -301,7 +301,8 @@ func (r *Registry) ApplySecret(logf func(string, ...any), obj any) {
 	if owner == "" {
 		return
 	}
-	key, err := newToolKey(secret.Data[ltiv1.SecretKeyPrivateKey])
+	key, err := newToolKey(secret.Data[ltiv1.SecretKeyPrivateKey],
+		secret.Data[ltiv1.SecretKeyNextPrivateKey], secret.Data[ltiv1.SecretKeyRetiringPrivateKey])
 	if err != nil {
 		// The controller replaces an unreadable key; until then the registration has none.
 		logf("key Secret holds no usable key", "secret", secret.Name, "reason", err.Error())

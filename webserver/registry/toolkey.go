@@ -28,8 +28,10 @@ type ToolKey struct {
 	set *precomputed.Body
 }
 
-// newToolKey parses the Secret's PEM once, to check it and marshal its public half.
-func newToolKey(pemBytes []byte) (*ToolKey, error) {
+// newToolKey parses the Secret's PEM once, to check it and marshal its public half. The
+// others are the PEMs of keys published beside it while a rotation is under way (the next
+// key, the retiring one): they sign nothing here, and one that does not parse is left out.
+func newToolKey(pemBytes []byte, others ...[]byte) (*ToolKey, error) {
 	private, err := keys.ParsePrivateKey(pemBytes)
 	if err != nil {
 		return nil, err
@@ -39,24 +41,48 @@ func newToolKey(pemBytes []byte) (*ToolKey, error) {
 		return nil, err
 	}
 	k := &ToolKey{KID: kid, pem: pemBytes}
-	return k, k.publish(&private.PublicKey)
+	published := []*rsa.PublicKey{&private.PublicKey}
+	for _, o := range others {
+		if len(o) == 0 {
+			continue
+		}
+		if p, err := keys.ParsePrivateKey(o); err == nil {
+			published = append(published, &p.PublicKey)
+		}
+	}
+	return k, k.publish(published)
 }
 
-// publish marshals the public key once, as the registration's own key set.
-func (k *ToolKey) publish(public *rsa.PublicKey) error {
-	j, err := keys.PublicJWK(public, k.KID)
-	if err != nil {
-		return err
+// publish marshals the public keys once, as the registration's own key set: the key that
+// signs first, then the others.
+func (k *ToolKey) publish(public []*rsa.PublicKey) error {
+	pieces := make([][]byte, 0, len(public))
+	seen := map[string]bool{}
+	for _, pub := range public {
+		kid, err := keys.KID(pub)
+		if err != nil {
+			return err
+		}
+		if seen[kid] {
+			continue
+		}
+		seen[kid] = true
+		j, err := keys.PublicJWK(pub, kid)
+		if err != nil {
+			return err
+		}
+		jwkJSON, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		pieces = append(pieces, jwkJSON)
 	}
-	jwkJSON, err := json.Marshal(j)
-	if err != nil {
-		return err
-	}
-	k.set = precomputed.New(keySetJSON([][]byte{jwkJSON}))
+	k.set = precomputed.New(keySetJSON(pieces))
 	return nil
 }
 
-// jwk is the key's JWK, cut from its key set (`{"keys":[` JWK `]}`) rather than kept twice.
+// jwk is the key's JWKs (comma-separated, the one that signs first), cut from its key set
+// (`{"keys":[` JWKs `]}`) rather than kept twice.
 func (k *ToolKey) jwk() []byte {
 	raw := k.set.Bytes()
 	return raw[len(`{"keys":[`) : len(raw)-len(`]}`)]

@@ -38,6 +38,9 @@ type Server struct {
 	dir  string
 	port int
 
+	args     []string // added to the command line (WithArgs)
+	sentinel string   // when set, a sentinel monitoring this master line (WithSentinel)
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd  // nil when stopped
 	exited chan error // receives cmd's exit
@@ -48,6 +51,24 @@ type Option func(*Server)
 
 // WithPassword makes the server require password.
 func WithPassword(password string) Option { return func(s *Server) { s.Password = password } }
+
+// WithArgs adds command-line arguments, e.g. "--replicaof", host, port.
+func WithArgs(args ...string) Option { return func(s *Server) { s.args = append(s.args, args...) } }
+
+// WithSentinel runs a Redis Sentinel (redis-server --sentinel) instead, monitoring the
+// master at masterAddr under masterName with a quorum of one, that declares the master down
+// after downAfter without an answer.
+func WithSentinel(masterName, masterAddr string, downAfter time.Duration) Option {
+	return func(s *Server) {
+		host, port, _ := net.SplitHostPort(masterAddr)
+		s.sentinel = "sentinel monitor " + masterName + " " + host + " " + port + " 1\n" +
+			"sentinel down-after-milliseconds " + masterName + " " + strconv.FormatInt(downAfter.Milliseconds(), 10) + "\n" +
+			"sentinel failover-timeout " + masterName + " 10000\n"
+	}
+}
+
+// Port is the server's port, as a string (for --replicaof).
+func (s *Server) Port() string { return strconv.Itoa(s.port) }
 
 // Start runs redis-server and waits until it answers. It skips the test when redis-server
 // is missing, and fails it instead when the environment variable CI is set.
@@ -123,6 +144,16 @@ func (s *Server) signal(sig syscall.Signal) {
 func (s *Server) start() error {
 	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"}
+	if s.sentinel != "" {
+		// A sentinel rewrites its configuration file: it must have one of its own.
+		conf := s.dir + "/sentinel-" + strconv.Itoa(s.port) + ".conf"
+		if err := os.WriteFile(conf, []byte(s.sentinel), 0o600); err != nil {
+			return err
+		}
+		args = []string{conf, "--sentinel", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+			"--dir", s.dir, "--daemonize", "no", "--loglevel", "warning"}
+	}
+	args = append(args, s.args...)
 	if s.Password != "" {
 		args = append(args, "--requirepass", s.Password)
 	}
