@@ -398,24 +398,7 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 		AuthenticationEndpoint: endpoint("authenticationEndpoint", req.AuthenticationEndpoint),
 		AccesstokenEndpoint:    endpoint("accesstokenEndpoint", req.AccesstokenEndpoint),
 	}
-	if req.AuthConfig == nil {
-		bad("authConfig: required")
-	} else {
-		ac := ltiv1.AuthConfig{Method: ltiv1.AuthMethod(req.AuthConfig.Method), Key: req.AuthConfig.Key}
-		switch {
-		case ac.Method != ltiv1.AuthMethodJWKSet && ac.Method != ltiv1.AuthMethodJWKKey && ac.Method != ltiv1.AuthMethodRSAKey:
-			bad("authConfig.method: must be one of JWK_SET, JWK_KEY, RSA_KEY")
-		case strings.TrimSpace(ac.Key) == "":
-			bad("authConfig.key: required")
-		case len(ac.Key) > 16384:
-			bad("authConfig.key: at most 16384 characters")
-		default:
-			if err := registration.ValidateKey(ac, allowHTTP, registration.OwnerPlatform); err != nil {
-				bad("authConfig.key: %v", err)
-			}
-		}
-		spec.AuthConfig = ac
-	}
+	spec.AuthConfig = authConfigFrom(req.AuthConfig, allowHTTP, registration.OwnerPlatform, bad)
 	if current != nil {
 		spec.AuthorizationServer = current.Spec.AuthorizationServer
 		spec.DeploymentIDs = current.Spec.DeploymentIDs
@@ -571,4 +554,27 @@ func namePrefix(issuer string) string {
 		prefix = "platform-" + prefix
 	}
 	return strings.TrimRight(prefix, "-") + "-"
+}
+
+// authConfigFrom checks the key of a platform or tool request (method and key, the key
+// parsed or its key-set URL checked for owner), reporting each problem through bad.
+func authConfigFrom(in *AuthConfig, allowHTTP bool, owner registration.Owner, bad func(string, ...any)) ltiv1.AuthConfig {
+	if in == nil {
+		bad("authConfig: required")
+		return ltiv1.AuthConfig{}
+	}
+	ac := ltiv1.AuthConfig{Method: ltiv1.AuthMethod(in.Method), Key: in.Key}
+	switch {
+	case ac.Method != ltiv1.AuthMethodJWKSet && ac.Method != ltiv1.AuthMethodJWKKey && ac.Method != ltiv1.AuthMethodRSAKey:
+		bad("authConfig.method: must be one of JWK_SET, JWK_KEY, RSA_KEY")
+	case strings.TrimSpace(ac.Key) == "":
+		bad("authConfig.key: required")
+	case len(ac.Key) > 16384:
+		bad("authConfig.key: at most 16384 characters")
+	default:
+		if err := registration.ValidateKey(ac, allowHTTP, owner); err != nil {
+			bad("authConfig.key: %v", err)
+		}
+	}
+	return ac
 }

@@ -374,24 +374,7 @@ func (h *Tools) validate(req *ToolRequest, current *registry.Tool) (*ltiv1.ToolR
 		}
 		spec.RedirectionURIs = append(spec.RedirectionURIs, endpoint(field, u, true))
 	}
-	if req.AuthConfig == nil {
-		bad("authConfig: required")
-	} else {
-		ac := ltiv1.AuthConfig{Method: ltiv1.AuthMethod(req.AuthConfig.Method), Key: req.AuthConfig.Key}
-		switch {
-		case ac.Method != ltiv1.AuthMethodJWKSet && ac.Method != ltiv1.AuthMethodJWKKey && ac.Method != ltiv1.AuthMethodRSAKey:
-			bad("authConfig.method: must be one of JWK_SET, JWK_KEY, RSA_KEY")
-		case strings.TrimSpace(ac.Key) == "":
-			bad("authConfig.key: required")
-		case len(ac.Key) > 16384:
-			bad("authConfig.key: at most 16384 characters")
-		default:
-			if err := registration.ValidateKey(ac, allowHTTP, registration.OwnerTool); err != nil {
-				bad("authConfig.key: %v", err)
-			}
-		}
-		spec.AuthConfig = ac
-	}
+	spec.AuthConfig = authConfigFrom(req.AuthConfig, allowHTTP, registration.OwnerTool, bad)
 	for i, sc := range req.Scopes {
 		switch {
 		case !slices.Contains(knownScopes, ltiv1.Scope(sc)):
