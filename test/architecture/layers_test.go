@@ -61,6 +61,15 @@ func part(pkg string) string {
 	return top
 }
 
+// exceptions are imports that cross the layers on purpose, each with its reason.
+var exceptions = map[string]map[string]string{
+	// The integrator's data API of the demo and the tests is written against the wire
+	// types of webserver/platformdata, the contract ltiop publishes for integrators, so the
+	// two cannot drift; ltiop's side of that API is checked through the tool (toolsim),
+	// which shares nothing with ltiop. Its own copy of the types is issue #23's to make.
+	module + "/simulators/datasim": {"webserver": "the platform data API's wire types"},
+}
+
 func TestDependenciesPointOneWay(t *testing.T) {
 	for pkg, ds := range deps(t) {
 		allowed, ruled := layers[part(pkg)]
@@ -68,7 +77,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			continue // main.go and hack/ sit on top and may import anything
 		}
 		for _, d := range ds {
-			if p := part(d); p != "" && !slices.Contains(allowed, p) {
+			if p := part(d); p != "" && !slices.Contains(allowed, p) && exceptions[pkg][p] == "" {
 				t.Errorf("%s imports %s: %s/ may import only %v", pkg, d, part(pkg), allowed)
 			}
 		}
