@@ -126,7 +126,7 @@ func writeMedia(w http.ResponseWriter, status int, media string, v any) {
 // pageQuery reads limit and cursor (P-NRPS-06): limit a positive integer (at most
 // MaxPageSize; more is cut down, as the spec lets a platform send fewer), cursor as given
 // in a next link.
-func pageQuery(q url.Values, req *platformdata.Request) *httpapi.Error {
+func pageQuery(q, next url.Values, req *platformdata.Request) *httpapi.Error {
 	req.Limit = DefaultPageSize
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -134,6 +134,7 @@ func pageQuery(q url.Values, req *platformdata.Request) *httpapi.Error {
 			return invalid("limit", "must be a positive integer")
 		}
 		req.Limit = min(n, MaxPageSize)
+		next.Set("limit", strconv.Itoa(req.Limit))
 	}
 	req.Cursor = q.Get("cursor")
 	if len(req.Cursor) > maxCursor {
@@ -142,13 +143,17 @@ func pageQuery(q url.Values, req *platformdata.Request) *httpapi.Error {
 	return nil
 }
 
-// filter reads an optional text filter of at most maxFilter bytes.
-func filter(q url.Values, name string, dst *string) *httpapi.Error {
+// filter reads an optional text filter of at most maxFilter bytes, and keeps it in the
+// next link's query.
+func filter(q, next url.Values, name string, dst *string) *httpapi.Error {
 	v := q.Get(name)
 	if len(v) > maxFilter {
 		return invalid(name, "must be at most 255 characters")
 	}
 	*dst = v
+	if v != "" {
+		next.Set(name, v)
+	}
 	return nil
 }
 
@@ -181,19 +186,13 @@ func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 		req.Role = roles[0]
 		next.Set("role", role)
 	}
-	if e := filter(q, "rlid", &req.ResourceLinkID); e != nil {
+	if e := filter(q, next, "rlid", &req.ResourceLinkID); e != nil {
 		serviceError(w, endpoint, e)
 		return
 	}
-	if req.ResourceLinkID != "" {
-		next.Set("rlid", req.ResourceLinkID)
-	}
-	if e := pageQuery(q, req); e != nil {
+	if e := pageQuery(q, next, req); e != nil {
 		serviceError(w, endpoint, e)
 		return
-	}
-	if q.Get("limit") != "" {
-		next.Set("limit", strconv.Itoa(req.Limit))
 	}
 	var page platformdata.MembersPage
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, &page); e != nil {
@@ -242,20 +241,14 @@ func (p *Platform) LineItems(w http.ResponseWriter, r *http.Request) {
 		name string
 		dst  *string
 	}{{"resource_link_id", &req.ResourceLinkID}, {"resource_id", &req.ResourceID}, {"tag", &req.Tag}} {
-		if e := filter(q, f.name, f.dst); e != nil {
+		if e := filter(q, next, f.name, f.dst); e != nil {
 			serviceError(w, endpoint, e)
 			return
 		}
-		if *f.dst != "" {
-			next.Set(f.name, *f.dst)
-		}
 	}
-	if e := pageQuery(q, req); e != nil {
+	if e := pageQuery(q, next, req); e != nil {
 		serviceError(w, endpoint, e)
 		return
-	}
-	if q.Get("limit") != "" {
-		next.Set("limit", strconv.Itoa(req.Limit))
 	}
 	var page platformdata.LineItemsPage
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, &page); e != nil {
@@ -488,19 +481,13 @@ func (p *Platform) Results(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	next := url.Values{}
-	if e := filter(q, "user_id", &req.UserID); e != nil {
+	if e := filter(q, next, "user_id", &req.UserID); e != nil {
 		serviceError(w, endpoint, e)
 		return
 	}
-	if req.UserID != "" {
-		next.Set("user_id", req.UserID)
-	}
-	if e := pageQuery(q, req); e != nil {
+	if e := pageQuery(q, next, req); e != nil {
 		serviceError(w, endpoint, e)
 		return
-	}
-	if q.Get("limit") != "" {
-		next.Set("limit", strconv.Itoa(req.Limit))
 	}
 	var page platformdata.ResultsPage
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, &page); e != nil {
