@@ -332,29 +332,42 @@ func metaTime(t time.Time) *metav1.Time {
 type keyAgeMetric struct {
 	mu   sync.Mutex
 	desc *prometheus.Desc
-	keys map[types.NamespacedName]map[string]time.Time
+	// Unix seconds each key was created, 0 for a key not held: a fixed array rather than a
+	// map per registration (a map of one entry costs ~400 bytes, 4 MB at 10,000).
+	keys map[types.NamespacedName][len(keyRoles)]int64
 }
+
+// keyRoles are the key label's values, in the order of keyAgeMetric's arrays.
+var keyRoles = [...]string{"current", "next", "retiring"}
 
 var keyAges = &keyAgeMetric{
 	desc: prometheus.NewDesc("ltiop_tool_key_age_seconds",
 		"Age of each published tool key of a PlatformRegistration (key: current, next, retiring).",
 		[]string{"namespace", "registration", "key"}, nil),
-	keys: map[types.NamespacedName]map[string]time.Time{},
+	keys: map[types.NamespacedName][len(keyRoles)]int64{},
 }
 
 func init() { metrics.Registry.MustRegister(keyAges) }
 
 func (m *keyAgeMetric) set(reg types.NamespacedName, s *corev1.Secret) {
-	ages := map[string]time.Time{"current": keyCreated(s)}
+	var created [len(keyRoles)]int64
+	created[0] = unixOrZero(keyCreated(s))
 	if _, ok := s.Data[ltiv1.SecretKeyNextPrivateKey]; ok {
-		ages["next"] = annotationTime(s, ltiv1.AnnotationNextKeyCreated)
+		created[1] = unixOrZero(annotationTime(s, ltiv1.AnnotationNextKeyCreated))
 	}
 	if _, ok := s.Data[ltiv1.SecretKeyRetiringPrivateKey]; ok {
-		ages["retiring"] = annotationTime(s, ltiv1.AnnotationRetiringKeyCreated)
+		created[2] = unixOrZero(annotationTime(s, ltiv1.AnnotationRetiringKeyCreated))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.keys[reg] = ages
+	m.keys[reg] = created
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
 }
 
 func (m *keyAgeMetric) forget(reg types.NamespacedName) {
@@ -371,12 +384,13 @@ func (m *keyAgeMetric) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for reg, ages := range m.keys {
-		for role, created := range ages {
-			if created.IsZero() {
+	for reg, created := range m.keys {
+		for i, unix := range created {
+			if unix == 0 {
 				continue
 			}
-			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, now.Sub(created).Seconds(), reg.Namespace, reg.Name, role)
+			age := now.Sub(time.Unix(unix, 0)).Seconds()
+			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, age, reg.Namespace, reg.Name, keyRoles[i])
 		}
 	}
 }
