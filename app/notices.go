@@ -13,8 +13,8 @@ import (
 
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/outbound"
-	"github.com/ltiop/ltiop/webserver/toolmode"
-	"github.com/ltiop/ltiop/webserver/webhook"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
+	"github.com/ltiop/ltiop/webserver/handlers/toolmode"
 )
 
 // notices builds the Platform Notification Service of tool mode: the webhook signing secret,

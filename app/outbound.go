@@ -6,7 +6,7 @@ import (
 
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/outbound"
-	"github.com/ltiop/ltiop/webserver/advantage"
+	"github.com/ltiop/ltiop/webserver/clients/advantage"
 )
 
 // outboundClients are the HTTP clients of every call ltiop makes to another host, all

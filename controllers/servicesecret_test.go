@@ -26,8 +26,8 @@ import (
 	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/keyring"
-	"github.com/ltiop/ltiop/webserver/sessions"
-	"github.com/ltiop/ltiop/webserver/signing"
+	"github.com/ltiop/ltiop/webserver/stores/sessions"
+	"github.com/ltiop/ltiop/webserver/stores/signing"
 )
 
 var serviceSecretCounter atomic.Int32

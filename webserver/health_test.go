@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/webserver"
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 type verboseReadiness struct {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ltiop/ltiop/webserver"
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 // The attack of issue #28 item 1: an anonymous client sends requests with methods of its

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/webserver"
-	"github.com/ltiop/ltiop/webserver/httpapi"
-	"github.com/ltiop/ltiop/webserver/ratelimit"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/stores/ratelimit"
 )
 
 // The attack on the unauthenticated notice endpoint (T-PNS-10): a flood from one address is

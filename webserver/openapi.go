@@ -8,7 +8,7 @@ import (
 	"net/http"
 
 	"github.com/ltiop/ltiop/internal/version"
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 // APIVersion is the version of the HTTP API the OpenAPI document describes (the

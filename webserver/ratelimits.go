@@ -5,9 +5,9 @@ import (
 	"strconv"
 
 	"github.com/ltiop/ltiop/internal/paths"
-	"github.com/ltiop/ltiop/webserver/httpapi"
-	"github.com/ltiop/ltiop/webserver/platformmode"
-	"github.com/ltiop/ltiop/webserver/ratelimit"
+	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/stores/ratelimit"
 )
 
 // rateLimited are the routes anyone can reach without a credential, by "METHOD /path",

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/webserver"
-	"github.com/ltiop/ltiop/webserver/ratelimit"
+	"github.com/ltiop/ltiop/webserver/stores/ratelimit"
 )
 
 // /lti/register/{token} shares /lti/register's bucket: a client guessing tokens is held

@@ -20,7 +20,7 @@ import (
 
 	"github.com/ltiop/ltiop/internal/logging"
 	"github.com/ltiop/ltiop/webserver"
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 // logs receives every log line of this package's tests, at debug level, in JSON.

@@ -3,7 +3,7 @@ package webserver
 import (
 	"net/http"
 
-	"github.com/ltiop/ltiop/webserver/toolmode"
+	"github.com/ltiop/ltiop/webserver/handlers/toolmode"
 )
 
 // assetProcessorRoutes are the integrator API of Asset Processor and the EULA service

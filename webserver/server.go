@@ -16,13 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ltiop/ltiop/internal/paths"
-	"github.com/ltiop/ltiop/webserver/admin"
-	"github.com/ltiop/ltiop/webserver/httpapi"
-	"github.com/ltiop/ltiop/webserver/oauthbroker"
-	"github.com/ltiop/ltiop/webserver/onboarding"
-	"github.com/ltiop/ltiop/webserver/platformmode"
-	"github.com/ltiop/ltiop/webserver/ratelimit"
-	"github.com/ltiop/ltiop/webserver/toolmode"
+	"github.com/ltiop/ltiop/webserver/handlers/admin"
+	"github.com/ltiop/ltiop/webserver/handlers/oauthbroker"
+	"github.com/ltiop/ltiop/webserver/handlers/onboarding"
+	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
+	"github.com/ltiop/ltiop/webserver/handlers/toolmode"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/stores/ratelimit"
 )
 
 // Options configure the Server.

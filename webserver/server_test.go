@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/webserver"
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 // On stop, /readyz fails at once while requests are still served for DrainDelay; then the

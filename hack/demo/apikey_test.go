@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 // A short LTIOP_API_KEY stops the demo at once with what to do (issue #25: it waited two

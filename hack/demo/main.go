@@ -38,7 +38,7 @@ import (
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 const namespace = "ltiop-system"

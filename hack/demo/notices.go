@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/webhook"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
 )
 
 // demoWebhookSecret signs the notices ltiop delivers to the demo integrator (a demo value:

@@ -22,11 +22,11 @@ import (
 	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
-	"github.com/ltiop/ltiop/webserver/admin"
-	"github.com/ltiop/ltiop/webserver/advantage"
-	"github.com/ltiop/ltiop/webserver/ltiplatform"
-	"github.com/ltiop/ltiop/webserver/platformmode"
-	"github.com/ltiop/ltiop/webserver/webhook"
+	"github.com/ltiop/ltiop/webserver/clients/advantage"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
+	"github.com/ltiop/ltiop/webserver/handlers/admin"
+	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
+	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 )
 
 // demoPlatform is the platform-mode half of the demo. The integrator is a learning

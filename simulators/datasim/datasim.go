@@ -19,10 +19,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ltiop/ltiop/webserver/advantage"
-	"github.com/ltiop/ltiop/webserver/lti"
-	"github.com/ltiop/ltiop/webserver/platformdata"
-	"github.com/ltiop/ltiop/webserver/webhook"
+	"github.com/ltiop/ltiop/webserver/clients/advantage"
+	"github.com/ltiop/ltiop/webserver/clients/platformdata"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
+	"github.com/ltiop/ltiop/webserver/protocol/lti"
 )
 
 // API is the simulated data API. Its zero value is not usable: call New.

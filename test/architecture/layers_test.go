@@ -28,10 +28,10 @@ var layers = map[string][]string{
 
 // pure are the protocol packages and their error type: no Kubernetes, no HTTP server code,
 // no HTML.
-var pure = []string{module + "/webserver/apierr", module + "/webserver/lti", module + "/webserver/ltiplatform", module + "/webserver/lti11", module + "/internal/oauth1", module + "/internal/pox"}
+var pure = []string{module + "/webserver/protocol/apierr", module + "/webserver/protocol/lti", module + "/webserver/protocol/ltiplatform", module + "/webserver/protocol/lti11", module + "/internal/oauth1", module + "/internal/pox"}
 
 // impure are what a pure package must not depend on, as prefixes of import paths.
-var impure = []string{"k8s.io/", "sigs.k8s.io/", "html/template", module + "/webserver/httpapi", module + "/internal/config"}
+var impure = []string{"k8s.io/", "sigs.k8s.io/", "html/template", module + "/webserver/protocol/httpapi", module + "/internal/config"}
 
 // deps lists every package of the module with its transitive dependencies (tests excluded).
 func deps(t *testing.T) map[string][]string {

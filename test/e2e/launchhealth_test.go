@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/webserver/launchhealth"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 )
 
 var _ = Describe("Launch health on the registration", func() {

@@ -13,7 +13,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/lti11"
+	"github.com/ltiop/ltiop/webserver/protocol/lti11"
 )
 
 // lti11LMS is a registered LMS simulator that also holds LTI 1.1 credentials: spec.lti11

@@ -15,7 +15,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/sessions"
+	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
 
 // submissionEvent is what the integrator reads of the webhook of a submission notice.

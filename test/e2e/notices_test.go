@@ -20,7 +20,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/webhook"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
 )
 
 // The integrator's webhook secret, in the suite's API key Secret under webhookSecret.

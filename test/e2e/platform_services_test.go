@@ -17,8 +17,8 @@ import (
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/advantage"
-	"github.com/ltiop/ltiop/webserver/webhook"
+	"github.com/ltiop/ltiop/webserver/clients/advantage"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
 )
 
 // Platform mode's whole chain on the real API server and the real app wiring: a tool

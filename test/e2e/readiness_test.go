@@ -17,9 +17,9 @@ import (
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/webserver"
-	"github.com/ltiop/ltiop/webserver/httpapi"
-	"github.com/ltiop/ltiop/webserver/registry"
-	"github.com/ltiop/ltiop/webserver/toolmode"
+	"github.com/ltiop/ltiop/webserver/handlers/toolmode"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
 
 func getStatus(url string) (int, string) {

@@ -19,7 +19,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ltiop/ltiop/webserver/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 // The sizes of ltiop's tokens for launchload's claims (BenchmarkSealState, BenchmarkSealLTIK).

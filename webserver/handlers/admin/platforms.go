@@ -1,0 +1,580 @@
+// Package admin serves the Bearer-authenticated management API: /api/platforms (also
+// answered under /admin/platforms). Reads come from the registry; writes go to the API
+// server under the field manager "ltiop-api", so they never fight the controller.
+package admin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/registration"
+	"github.com/ltiop/ltiop/internal/urls"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/stores/platformcheck"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
+	"github.com/ltiop/ltiop/webserver/stores/sessions"
+)
+
+// FieldManager owns the fields the API writes.
+const FieldManager = "ltiop-api"
+
+// apiCallTimeout bounds each call to the API server made for a request.
+const apiCallTimeout = 10 * time.Second
+
+// Platforms serves the platforms API.
+type Platforms struct {
+	Registry  *registry.Registry
+	Client    client.Client // writes go to the API server
+	Namespace string
+	DevMode   bool
+	// KeyWait bounds how long a write waits for the registry to show its result.
+	KeyWait time.Duration
+	// Cursors seals the list cursors: the sealing keyring, so that a cursor one replica
+	// issued opens on every other, and nobody can forge or edit one.
+	Cursors *sessions.Keyring
+	// PublicURL is ltiop's external base URL, the base of next links ("" makes them
+	// relative to the host).
+	PublicURL string
+	// Checker runs POST /api/platforms/{id}/check.
+	Checker *platformcheck.Checker
+}
+
+// Platform is a registration as the API shows it (service interface §2.5).
+type Platform struct {
+	ID                     string     `json:"id"`
+	URL                    string     `json:"url"`
+	ClientID               string     `json:"clientId"`
+	Name                   string     `json:"name"`
+	AuthenticationEndpoint string     `json:"authenticationEndpoint"`
+	AccesstokenEndpoint    string     `json:"accesstokenEndpoint"`
+	AuthConfig             AuthConfig `json:"authConfig"`
+	PublicKey              string     `json:"publicKey"`
+	Active                 bool       `json:"active"`
+	// LTI11 is the registration's LTI 1.1 consumer key and secret reference (lti11.go).
+	LTI11 *PlatformLTI11 `json:"lti11,omitempty"`
+}
+
+// AuthConfig is the platform key: method JWK_SET, JWK_KEY or RSA_KEY, and the key.
+type AuthConfig struct {
+	Key    string `json:"key"`
+	Method string `json:"method"`
+}
+
+// PlatformRequest is the body of POST and PUT. The §4.4 fields are required; the others
+// are ltiop extensions and keep their current value (or default) when omitted.
+type PlatformRequest struct {
+	URL                    *string     `json:"url"`
+	ClientID               *string     `json:"clientId"`
+	Name                   *string     `json:"name"`
+	AuthenticationEndpoint *string     `json:"authenticationEndpoint"`
+	AccesstokenEndpoint    *string     `json:"accesstokenEndpoint"`
+	AuthConfig             *AuthConfig `json:"authConfig"`
+	AuthorizationServer    *string     `json:"authorizationServer,omitempty"`
+	DeploymentIDs          []string    `json:"deploymentIds,omitempty"`
+	Active                 *bool       `json:"active,omitempty"`
+	// LTI11 sets the LTI 1.1 credentials (lti11.go).
+	LTI11 *PlatformLTI11 `json:"lti11,omitempty"`
+}
+
+func toAPI(p *registry.Platform) Platform {
+	out := Platform{
+		ID:                     p.ID,
+		URL:                    string(p.Spec.URL),
+		ClientID:               p.Spec.ClientID,
+		Name:                   p.Spec.Name,
+		AuthenticationEndpoint: string(p.Spec.AuthenticationEndpoint),
+		AccesstokenEndpoint:    string(p.Spec.AccesstokenEndpoint),
+		AuthConfig:             AuthConfig{Key: p.Spec.AuthConfig.Key, Method: string(p.Spec.AuthConfig.Method)},
+		Active:                 p.Spec.IsActive(),
+	}
+	if p.Key != nil {
+		out.PublicKey = p.PublicKeyPEM()
+	}
+	out.LTI11 = lti11ToAPI(&p.Spec)
+	return out
+}
+
+// List answers GET /api/platforms, filtered by the query parameters id, url and clientId,
+// whole or (limit, cursor) one page at a time; see paging.go.
+func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
+	lq, herr := h.parseListQuery(r.URL.Query())
+	if herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
+	found, more := h.Registry.Page(lq.After, lq.Limit, func(p *registry.Platform) bool {
+		return lq.matches("id", p.ID) && lq.matches("url", string(p.Spec.URL)) && lq.matches("clientId", p.Spec.ClientID)
+	})
+	next := ""
+	if more {
+		if next, herr = h.nextURL(r, lq, found[len(found)-1].ID); herr != nil {
+			httpapi.WriteError(w, herr)
+			return
+		}
+		w.Header().Set("Link", "<"+next+`>; rel="next"`)
+	}
+	h.writeList(w, found, next)
+}
+
+// writeList streams {"platforms":[...]} (with "next" when given), one platform at a
+// time: the same bytes httpapi.WriteJSON would write, without holding the whole body and
+// a copy of every platform in memory (an unpaged list of 10,000 is megabytes).
+func (h *Platforms) writeList(w http.ResponseWriter, platforms []*registry.Platform, next string) {
+	httpapi.StartJSON(w, http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as httpapi.WriteJSON
+	encode := func(v any) []byte {
+		buf.Reset()
+		_ = enc.Encode(v) // strings and bools: cannot fail
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	}
+	_, _ = bw.WriteString(`{"platforms":[`)
+	for i, p := range platforms {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(encode(toAPI(p)))
+	}
+	_ = bw.WriteByte(']')
+	if next != "" {
+		_, _ = bw.WriteString(`,"next":`)
+		_, _ = bw.Write(encode(next))
+	}
+	_ = bw.WriteByte('}')
+	_ = bw.Flush()
+}
+
+// Get answers GET /api/platforms/{id}.
+func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
+}
+
+// Check answers POST /api/platforms/{id}/check: it fetches the registration's key set and
+// calls its endpoints now, and says what it found.
+func (h *Platforms) Check(w http.ResponseWriter, r *http.Request) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, h.Checker.Check(r.Context(), p))
+}
+
+// Create answers POST /api/platforms: it creates the registration and waits a bounded
+// time for its key, so the response carries publicKey.
+func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
+	var req PlatformRequest
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	spec, err := h.validate(&req, nil)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	if other := h.Registry.Lookup(string(spec.URL), spec.ClientID); other != nil {
+		httpapi.WriteError(w, duplicate(other))
+		return
+	}
+	if herr := h.consumerKeyConflict(spec, ""); herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
+	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, "", spec, FieldManager, nil)
+	if createErr != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), createErr))
+		return
+	}
+	log.FromContext(r.Context()).Info("platform registration created", "platform", reg.Name, "url", reg.Spec.URL, "clientId", reg.Spec.ClientID)
+	p, done := h.await(r.Context(), reg, func(p *registry.Platform) bool { return p != nil && p.Key != nil && settled(p) })
+	if !done {
+		w.Header().Set("Retry-After", retryAfterUnsettled)
+	}
+	w.Header().Set("Location", "/api/platforms/"+url.PathEscape(reg.Name))
+	httpapi.WriteJSON(w, http.StatusCreated, p)
+}
+
+// Update answers PUT /api/platforms/{id}: a full replacement of the §4.4 fields by
+// server-side apply.
+func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
+	current, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	var req UpdateRequest
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	if err := req.checkReadOnly(current); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	spec, err := h.validate(&req.PlatformRequest, current)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	if other := h.Registry.Lookup(string(spec.URL), spec.ClientID); other != nil && other.ID != current.ID {
+		httpapi.WriteError(w, duplicate(other))
+		return
+	}
+	if herr := h.consumerKeyConflict(spec, current.ID); herr != nil {
+		httpapi.WriteError(w, herr)
+		return
+	}
+	generation, applyErr := ApplySpec(r.Context(), h.Client, current, spec, FieldManager)
+	if applyErr == nil && spec.LTI11 == nil && current.Spec.LTI11 != nil { // lti11.go
+		applyErr = removeLTI11(r.Context(), h.Client, current)
+		generation++
+	}
+	if applyErr != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), applyErr))
+		return
+	}
+	h.respondAfterWrite(w, r, current.ID, generation)
+}
+
+// Delete answers DELETE /api/platforms/{id}. The key Secret goes with the registration.
+func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
+	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
+	defer cancel()
+	if err := h.Client.Delete(ctx, reg, client.Preconditions{UID: &p.UID}); err != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), err))
+		return
+	}
+	log.FromContext(r.Context()).Info("platform registration deleted", "platform", p.ID)
+	// Wait (bounded) so that a list right after the 204 no longer shows it.
+	h.await(r.Context(), reg, func(q *registry.Platform) bool { return q == nil })
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Activate answers POST /api/platforms/{id}/activate.
+func (h *Platforms) Activate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, true) }
+
+// Deactivate answers POST /api/platforms/{id}/deactivate.
+func (h *Platforms) Deactivate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, false) }
+
+func (h *Platforms) setActive(w http.ResponseWriter, r *http.Request, active bool) {
+	p, err := h.find(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"active":%t}}`, p.UID, active)
+	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
+	defer cancel()
+	if err := h.Client.Patch(ctx, reg, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		httpapi.WriteError(w, APIServerError(r.Context(), err))
+		return
+	}
+	h.respondAfterWrite(w, r, p.ID, reg.Generation)
+}
+
+// retryAfterUnsettled is the Retry-After (seconds) of a write answered when KeyWait
+// passed before the registration settled: written, but not launchable yet.
+const retryAfterUnsettled = "1"
+
+// settled: an active registration is launchable (its key exists and this replica's
+// registry, which the login and launch read, sees it Ready), so the LMS's first launch
+// after the answer works. An inactive one has nothing to wait for.
+func settled(p *registry.Platform) bool { return !p.Spec.IsActive() || p.Launchable() }
+
+// respondAfterWrite waits (bounded by KeyWait) until the registry shows the written
+// generation, so that the response and any read that follows it agree with the write, and
+// the registration has settled. Past the bound it answers what it has, with Retry-After.
+func (h *Platforms) respondAfterWrite(w http.ResponseWriter, r *http.Request, id string, generation int64) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.KeyWait)
+	defer cancel()
+	p, done := h.Registry.WaitFor(ctx, id, func(p *registry.Platform) bool {
+		return p != nil && p.Generation >= generation && settled(p)
+	})
+	if p == nil {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound, "The platform was deleted meanwhile."))
+		return
+	}
+	if !done {
+		w.Header().Set("Retry-After", retryAfterUnsettled)
+	}
+	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
+}
+
+// await waits (bounded by KeyWait) for cond on the registry's view of reg, and returns the
+// API shape of the best view available and whether cond held.
+func (h *Platforms) await(ctx context.Context, reg *ltiv1.PlatformRegistration, cond func(*registry.Platform) bool) (Platform, bool) {
+	ctx, cancel := context.WithTimeout(ctx, h.KeyWait)
+	defer cancel()
+	p, done := h.Registry.WaitFor(ctx, reg.Name, func(p *registry.Platform) bool {
+		if p != nil && p.UID != reg.UID {
+			p = nil
+		}
+		return cond(p)
+	})
+	if p != nil && p.UID == reg.UID {
+		return toAPI(p), done
+	}
+	return toAPI(&registry.Platform{ID: reg.Name, Spec: reg.Spec}), done
+}
+
+func (h *Platforms) find(r *http.Request) (*registry.Platform, *httpapi.Error) {
+	id := r.PathValue("id")
+	if p := h.Registry.Get(id); p != nil {
+		return p, nil
+	}
+	return nil, httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound,
+		fmt.Sprintf("No platform has the ID %q.", id))
+}
+
+func duplicate(other *registry.Platform) *httpapi.Error {
+	return httpapi.Errorf(http.StatusConflict, httpapi.CodePlatformExists, fmt.Sprintf(
+		"Platform %s already registers this url and clientId.", other.ID))
+}
+
+// validate checks a POST or PUT body and returns the spec it asks for. current is the
+// registration a PUT replaces (nil for POST): ltiop's optional fields keep its values.
+func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (*ltiv1.PlatformRegistrationSpec, *httpapi.Error) {
+	var problems []string
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	allowHTTP := h.DevMode || (current != nil && current.Spec.DevMode)
+
+	text := func(field string, v *string, maxLen int) string {
+		switch {
+		case v == nil || strings.TrimSpace(*v) == "":
+			bad("%s: required", field)
+			return ""
+		case len(*v) > maxLen:
+			bad("%s: at most %d characters", field, maxLen)
+		}
+		return *v
+	}
+	endpoint := func(field string, v *string) ltiv1.EndpointURL {
+		s := text(field, v, 2048)
+		if s != "" {
+			if err := urls.Check(s, allowHTTP); err != nil {
+				bad("%s: %v", field, err)
+			}
+		}
+		return ltiv1.EndpointURL(s)
+	}
+
+	spec := &ltiv1.PlatformRegistrationSpec{
+		URL:                    endpoint("url", req.URL),
+		ClientID:               text("clientId", req.ClientID, 255),
+		Name:                   text("name", req.Name, 255),
+		AuthenticationEndpoint: endpoint("authenticationEndpoint", req.AuthenticationEndpoint),
+		AccesstokenEndpoint:    endpoint("accesstokenEndpoint", req.AccesstokenEndpoint),
+	}
+	spec.AuthConfig = authConfigFrom(req.AuthConfig, allowHTTP, registration.OwnerPlatform, bad)
+	if current != nil {
+		spec.AuthorizationServer = current.Spec.AuthorizationServer
+		spec.DeploymentIDs = current.Spec.DeploymentIDs
+		spec.Active = current.Spec.Active
+		spec.DevMode = current.Spec.DevMode
+		spec.LTI11 = current.Spec.LTI11
+	}
+	lti11FromRequest(req.LTI11, spec, bad)
+	if req.AuthorizationServer != nil {
+		spec.AuthorizationServer = *req.AuthorizationServer
+		if spec.AuthorizationServer != "" && len(spec.AuthorizationServer) > 2048 {
+			bad("authorizationServer: at most 2048 characters")
+		}
+	}
+	if req.DeploymentIDs != nil {
+		seen := map[string]bool{}
+		for i, d := range req.DeploymentIDs {
+			switch {
+			case d == "" || len(d) > 255:
+				bad("deploymentIds[%d]: must be 1 to 255 characters", i)
+			case seen[d]:
+				bad("deploymentIds[%d]: %q is listed twice", i, d)
+			}
+			seen[d] = true
+		}
+		if len(req.DeploymentIDs) > 1000 {
+			bad("deploymentIds: at most 1000 entries")
+		}
+		spec.DeploymentIDs = req.DeploymentIDs
+	}
+	if req.Active != nil {
+		spec.Active = req.Active
+	}
+	if len(problems) > 0 {
+		return nil, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, strings.Join(problems, "; ")+".")
+	}
+	return spec, nil
+}
+
+// CreateRegistration creates a registration under the given field manager, with the given
+// labels (nil for none), named name, or when name is empty with a name the API server
+// generates from the issuer's host.
+func CreateRegistration(ctx context.Context, c client.Client, namespace, name string, spec *ltiv1.PlatformRegistrationSpec, manager string, labels map[string]string) (*ltiv1.PlatformRegistration, error) {
+	reg := &ltiv1.PlatformRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec:       *spec,
+	}
+	if name == "" {
+		reg.GenerateName = namePrefix(string(spec.URL))
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	return reg, c.Create(ctx, reg, client.FieldOwner(manager))
+}
+
+// ApplySpec replaces the spec fields the API manages by server-side apply under manager
+// (forcing ownership: the caller is the authority for them), with a UID precondition. It
+// returns the new generation.
+func ApplySpec(ctx context.Context, c client.Client, current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec, manager string) (int64, error) {
+	obj := applyConfiguration(current, spec)
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		return 0, err
+	}
+	return obj.GetGeneration(), nil
+}
+
+// applyConfiguration is the server-side apply body: identity, a UID precondition, and
+// every spec field the API manages.
+func applyConfiguration(current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec) *unstructured.Unstructured {
+	specMap := map[string]any{
+		"url":                    string(spec.URL),
+		"clientId":               spec.ClientID,
+		"name":                   spec.Name,
+		"authenticationEndpoint": string(spec.AuthenticationEndpoint),
+		"accesstokenEndpoint":    string(spec.AccesstokenEndpoint),
+		"authConfig":             map[string]any{"method": string(spec.AuthConfig.Method), "key": spec.AuthConfig.Key},
+		"active":                 spec.IsActive(),
+	}
+	if spec.AuthorizationServer != "" {
+		specMap["authorizationServer"] = spec.AuthorizationServer
+	}
+	if len(spec.DeploymentIDs) > 0 {
+		ids := make([]any, len(spec.DeploymentIDs))
+		for i, d := range spec.DeploymentIDs {
+			ids[i] = d
+		}
+		specMap["deploymentIds"] = ids
+	}
+	lti11Apply(spec, specMap)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ltiv1.GroupVersion.String(),
+		"kind":       "PlatformRegistration",
+		"metadata":   map[string]any{"name": current.ID, "namespace": current.Namespace, "uid": string(current.UID)},
+		"spec":       specMap,
+	}}
+	return obj
+}
+
+// APIServerError turns an API-server failure into an API error without leaking internals.
+func APIServerError(ctx context.Context, err error) *httpapi.Error {
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsNotFound(err):
+		return httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound, "The platform does not exist (any more).")
+	case apierrors.IsInvalid(err) && errors.As(err, &status):
+		var msgs []string
+		if d := status.Status().Details; d != nil {
+			for _, c := range d.Causes {
+				msgs = append(msgs, strings.TrimPrefix(c.Field, "spec.")+": "+c.Message)
+			}
+		}
+		if len(msgs) == 0 {
+			msgs = append(msgs, status.Status().Message)
+		}
+		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, strings.Join(msgs, "; ")+".")
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return httpapi.Errorf(http.StatusConflict, httpapi.CodeConflict, "The platform was changed meanwhile; read it and try again.")
+	default:
+		log.FromContext(ctx).Error(err, "API server call failed")
+		return httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeAPIServerUnavailable, "The Kubernetes API server could not be reached; try again.")
+	}
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// NewRegistrationName picks the name of a registration not created yet, for when it must be
+// known first (dynamic registration sends its key-set URL before the platform answers):
+// the issuer's host, as the API server would generate it, and ten random characters, so
+// a collision is as unlikely as a guess.
+func NewRegistrationName(issuer string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // the API server's generateName alphabet
+	suffix := make([]byte, 10)
+	for i := range suffix {
+		suffix[i] = alphabet[rand.IntN(len(alphabet))] //nolint:gosec // G404: a name suffix that must not collide, not a secret
+	}
+	return namePrefix(issuer) + string(suffix)
+}
+
+// namePrefix makes a readable, DNS-safe generateName from the issuer's host:
+// https://canvas.instructure.com -> "canvas-instructure-com-".
+func namePrefix(issuer string) string {
+	host := ""
+	if u, err := url.Parse(issuer); err == nil {
+		host = u.Hostname()
+	}
+	prefix := strings.Trim(nameUnsafe.ReplaceAllString(strings.ToLower(host), "-"), "-")
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-")
+	}
+	if prefix == "" || prefix[0] < 'a' {
+		prefix = "platform-" + prefix
+	}
+	return strings.TrimRight(prefix, "-") + "-"
+}
+
+// authConfigFrom checks the key of a platform or tool request (method and key, the key
+// parsed or its key-set URL checked for owner), reporting each problem through bad.
+func authConfigFrom(in *AuthConfig, allowHTTP bool, owner registration.Owner, bad func(string, ...any)) ltiv1.AuthConfig {
+	if in == nil {
+		bad("authConfig: required")
+		return ltiv1.AuthConfig{}
+	}
+	ac := ltiv1.AuthConfig{Method: ltiv1.AuthMethod(in.Method), Key: in.Key}
+	switch {
+	case ac.Method != ltiv1.AuthMethodJWKSet && ac.Method != ltiv1.AuthMethodJWKKey && ac.Method != ltiv1.AuthMethodRSAKey:
+		bad("authConfig.method: must be one of JWK_SET, JWK_KEY, RSA_KEY")
+	case strings.TrimSpace(ac.Key) == "":
+		bad("authConfig.key: required")
+	case len(ac.Key) > 16384:
+		bad("authConfig.key: at most 16384 characters")
+	default:
+		if err := registration.ValidateKey(ac, allowHTTP, owner); err != nil {
+			bad("authConfig.key: %v", err)
+		}
+	}
+	return ac
+}

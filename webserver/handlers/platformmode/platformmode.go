@@ -1,0 +1,217 @@
+// Package platformmode serves platform mode: the integrator is a learning platform and
+// ltiop does its LTI 1.3 platform work towards external tools — launch parameters with a
+// sealed lti_message_hint, the OIDC authorization endpoint, id_token minting, the
+// deep-linking return, and the token endpoint for the tools' service calls.
+//
+// The protocol checks are package ltiplatform's; this package adds HTTP, the tool
+// registry, the keys and the replay store.
+package platformmode
+
+import (
+	"context"
+	"crypto/rsa"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/internal/replay"
+	"github.com/ltiop/ltiop/webserver/clients/platformdata"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/lti"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
+	"github.com/ltiop/ltiop/webserver/stores/sessions"
+)
+
+// Lifetimes and windows (service-interface §8 where it says).
+const (
+	MessageHintTTL   = time.Hour        // lti_message_hint
+	NonceWindow      = 30 * time.Second // DUPLICATE_NONCE
+	PayloadTTL       = 5 * time.Minute  // ?payload= of the authorization endpoint
+	IDTokenTTL       = 5 * time.Minute  // the id_token is posted by the browser at once
+	DeepLinkTTL      = 2 * time.Hour    // a deep-linking session (the user picks content)
+	ResultTTL        = 10 * time.Minute // ?payload= of the deep-linking return
+	AccessTokenTTL   = time.Hour        // SEC §4.1: expires_in 3600 recommended
+	maxOwnTokenBytes = 64 << 10
+)
+
+// JWT typ headers of what the platform key signs: one key, never one token for another.
+const (
+	typIDToken     = "JWT"
+	typAccessToken = "at+jwt" // RFC 9068
+	typDeepLinking = "ltiop-deeplinking+jwt"
+)
+
+// Stable error codes of the platform-mode API (details.message).
+const (
+	CodeToolNotFound       = "TOOL_NOT_FOUND"
+	CodeToolInactive       = "TOOL_INACTIVE"
+	CodeNotConfigured      = "PLATFORM_MODE_NOT_CONFIGURED"
+	CodeInvalidPayload     = "INVALID_PAYLOAD"
+	CodePayloadExpired     = "PAYLOAD_EXPIRED"
+	CodePayloadUsed        = "PAYLOAD_ALREADY_USED"
+	CodeInvalidReturnState = "INVALID_DEEP_LINKING_RETURN"
+	CodeDuplicateDLNonce   = "DUPLICATE_NONCE"
+)
+
+// Signer signs with the platform key and knows its public keys (signing.Keyring).
+type Signer interface {
+	SignAt(now time.Time, typ string, claims []byte) (string, error)
+	PublicKey(kid string) *rsa.PublicKey
+	JWKS() []byte
+	Ready() bool
+}
+
+// Options configure platform mode.
+type Options struct {
+	// PublicURL is ltiop's external base URL; Issuer the platform issuer (iss of id_tokens).
+	PublicURL, Issuer string
+	// LaunchURL, DeepLinkingURL and DeepLinkingReturnURL are the integrator's pages.
+	LaunchURL, DeepLinkingURL, DeepLinkingReturnURL string
+	DevMode                                         bool
+	ClockSkew                                       time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// DataURL is the base URL of the integrator's platform data API (a ToolRegistration's
+	// spec.platformDataUrl overrides it); empty: ltiop serves no NRPS or AGS data.
+	DataURL string
+	// ServiceGrantTTL is how long service URLs open (DefaultServiceGrantTTL when 0).
+	ServiceGrantTTL time.Duration
+}
+
+// Platform serves the platform-mode endpoints.
+type Platform struct {
+	opts    Options
+	tools   *registry.Tools
+	keys    *registry.PeerKeys
+	signer  Signer
+	sealer  *sessions.Keyring
+	replays replay.Store
+	// data calls the integrator's platform data API (SetData).
+	data *platformdata.Client
+	// tokenAudiences are the aud values a client assertion may carry (P-TOK-05).
+	tokenAudiences []string
+}
+
+// New builds platform mode.
+func New(opts Options, tools *registry.Tools, keys *registry.PeerKeys, signer Signer, sealer *sessions.Keyring, replays replay.Store) *Platform {
+	if opts.Issuer == "" {
+		opts.Issuer = opts.PublicURL
+	}
+	return &Platform{
+		opts: opts, tools: tools, keys: keys, signer: signer, sealer: sealer, replays: replays,
+		tokenAudiences: []string{opts.PublicURL + paths.PlatformToken, opts.Issuer},
+	}
+}
+
+// SetData sets the client of the integrator's platform data API; without one the NRPS
+// and AGS endpoints answer 503 PLATFORM_DATA_NOT_CONFIGURED.
+func (p *Platform) SetData(c *platformdata.Client) *Platform {
+	p.data = c
+	return p
+}
+
+func (p *Platform) now() time.Time {
+	if p.opts.Now != nil {
+		return p.opts.Now()
+	}
+	return time.Now()
+}
+
+var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "ltiop_platform_requests_total",
+	Help: "Platform-mode requests by endpoint and outcome (ok or the error code).",
+}, []string{"endpoint", "outcome"})
+
+func init() { metrics.Registry.MustRegister(requestsTotal) }
+
+func count(endpoint, outcome string) { requestsTotal.WithLabelValues(endpoint, outcome).Inc() }
+
+// JWKS serves the platform's public keys (the tools' PlatformJWKSURL).
+func (p *Platform) JWKS(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "application/jwk-set+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Tools cache key sets; a rotated key signs only after this has expired everywhere.
+	h.Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(p.signer.JWKS())
+}
+
+// sign marshals claims and signs them with the current platform key.
+func (p *Platform) sign(now time.Time, typ string, claims any) (string, *httpapi.Error) {
+	b, err := json.Marshal(claims)
+	if err != nil {
+		return "", httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "A token could not be encoded.")
+	}
+	tok, err := p.signer.SignAt(now, typ, b)
+	if err != nil {
+		return "", httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The platform signing key is not loaded yet.")
+	}
+	return tok, nil
+}
+
+// verifyOwn checks a JWT the platform key signed: RS256, the expected typ, a kid of ours and
+// the signature. It returns the payload; iss, aud and exp are the caller's.
+func (p *Platform) verifyOwn(token, typ string) ([]byte, bool) {
+	if token == "" || len(token) > maxOwnTokenBytes || strings.Count(token, ".") != 2 {
+		return nil, false
+	}
+	msg, err := jws.ParseString(token)
+	if err != nil || len(msg.Signatures()) != 1 {
+		return nil, false
+	}
+	h := msg.Signatures()[0].ProtectedHeaders()
+	if alg, _ := h.Algorithm(); alg != jwa.RS256() {
+		return nil, false
+	}
+	if t, _ := h.Type(); t != typ {
+		return nil, false
+	}
+	kid, _ := h.KeyID()
+	pub := p.signer.PublicKey(kid)
+	if pub == nil {
+		return nil, false
+	}
+	// jwx's compact fast path, as webserver/lti: unlike jws.Verify it refuses a "crit"
+	// header (RFC 7515 §4.1.11; we understand no extension) and a "b64" one (RFC 7797).
+	payload, err := jws.VerifyCompactFast(pub, []byte(token), jwa.RS256())
+	if err != nil {
+		return nil, false
+	}
+	return payload, true
+}
+
+// usableTool finds an active, ready tool by ID for the integrator's API.
+func (p *Platform) usableTool(id string) (*registry.Tool, *httpapi.Error) {
+	t := p.tools.Get(id)
+	if t == nil {
+		return nil, httpapi.Errorf(http.StatusNotFound, CodeToolNotFound, "No tool registration is named "+strconv.Quote(id)+".")
+	}
+	if !t.Usable() {
+		return nil, httpapi.Errorf(http.StatusForbidden, CodeToolInactive,
+			"Tool "+strconv.Quote(id)+" is inactive or not ready (see its Ready condition).")
+	}
+	return t, nil
+}
+
+// keyFunc resolves the tool's public keys for the protocol checks.
+func (p *Platform) keyFunc(t *registry.Tool) lti.KeyFunc {
+	return func(ctx context.Context, kid string) (*rsa.PublicKey, error) { return p.keys.ToolKey(ctx, t, kid) }
+}
+
+// withQuery appends name=value to the query of base.
+func withQuery(base, name, value string) string {
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	return base + sep + url.QueryEscape(name) + "=" + url.QueryEscape(value)
+}

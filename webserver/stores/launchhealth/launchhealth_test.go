@@ -1,0 +1,121 @@
+package launchhealth
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
+)
+
+func at(s int64) time.Time { return time.Unix(s, 0).UTC() }
+
+// A replica never moves a field back in time: what it saw is written only when newer
+// than what the registration holds (another replica may have written a later one).
+func TestNewerOnlyMovesForward(t *testing.T) {
+	held := &ltiv1.LaunchHealth{
+		LastLaunchTime: &metav1.Time{Time: at(1000)},
+		LastRefusal:    &ltiv1.LaunchRefusal{Time: metav1.Time{Time: at(1000)}, Code: "UNKNOWN_KID", Rule: "T-TOK-08"},
+	}
+	refusal := func(s int64, code, rule string) *ltiv1.LaunchRefusal {
+		return &ltiv1.LaunchRefusal{Time: metav1.Time{Time: at(s)}, Code: code, Rule: rule}
+	}
+	if p := newer(held, at(999).UnixNano(), refusal(999, "AUDIENCE_MISMATCH", "T-TOK-12")); p != nil {
+		t.Fatalf("older values patched: %v", p)
+	}
+	if p := newer(held, at(1000).UnixNano()+int64(500*time.Millisecond), refusal(1000, "UNKNOWN_KID", "T-TOK-08")); p != nil {
+		t.Fatalf("the same values (to the second) patched: %v", p)
+	}
+	p := newer(held, at(1001).UnixNano(), nil)
+	if len(p) != 1 || p["lastLaunchTime"] != "1970-01-01T00:16:41Z" {
+		t.Fatalf("a newer launch: %v", p)
+	}
+	p = newer(held, 0, refusal(1001, "STATE_ALREADY_USED", ""))
+	r, _ := p["lastRefusal"].(map[string]any)
+	if len(p) != 1 || r["code"] != "STATE_ALREADY_USED" || r["rule"] != nil || r["time"] != "1970-01-01T00:16:41Z" {
+		t.Fatalf("a newer refusal, whose null rule removes the old one: %v", p)
+	}
+	if p := newer(nil, at(5).UnixNano(), refusal(5, "X", "R")); len(p) != 2 {
+		t.Fatalf("a first write: %v", p)
+	}
+}
+
+// A flood grows nothing: one entry per registration, one counter per code.
+func TestRecorderIsBoundedByRegistrationsAndCodes(t *testing.T) {
+	r := New(Options{})
+	p := &registry.Platform{ID: "lms", UID: types.UID("u1")}
+	for i := range 10_000 {
+		r.Refused(p, fmt.Sprintf("CODE_%d", i%3), "")
+		r.Launched(p)
+	}
+	n := 0
+	r.entries.Range(func(_, v any) bool {
+		n++
+		if c := len(v.(*entry).counts); c != 3 {
+			t.Errorf("counters: %d, want 3", c)
+		}
+		return true
+	})
+	if n != 1 {
+		t.Fatalf("entries: %d, want 1", n)
+	}
+	// A re-created registration (new UID) inherits nothing.
+	r.Refused(&registry.Platform{ID: "lms", UID: types.UID("u2")}, "CODE_9", "")
+	v, _ := r.entries.Load("lms")
+	if e := v.(*entry); e.uid != "u2" || len(e.counts) != 1 || e.lastLaunch.Load() != 0 {
+		t.Fatalf("re-created registration kept the old entry: %+v", e)
+	}
+}
+
+// Events of one code are at most one per EventInterval; the refusals between are counted
+// into the next.
+func TestEventsAreThrottledPerCode(t *testing.T) {
+	now := at(0)
+	r := New(Options{EventInterval: 10 * time.Minute})
+	r.now = func() time.Time { return now }
+	e := &entry{}
+	e.counts = map[string]*codeCount{"A": {n: 100}}
+	if d := r.due(e); d["A"] == nil || d["A"].n != 100 {
+		t.Fatalf("first: %v", d)
+	}
+	e.counts["A"] = &codeCount{n: 5}
+	now = now.Add(9 * time.Minute)
+	if d := r.due(e); len(d) != 0 {
+		t.Fatalf("within the interval: %v", d)
+	}
+	e.counts["A"].n += 2
+	now = now.Add(2 * time.Minute)
+	if d := r.due(e); d["A"] == nil || d["A"].n != 7 {
+		t.Fatalf("after the interval: %v", d)
+	}
+}
+
+// The hooks the launch path calls. go test -run x -bench . ./webserver/launchhealth/
+func BenchmarkRefused(b *testing.B) {
+	r := New(Options{})
+	p := &registry.Platform{ID: "lms", UID: "u"}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r.Refused(p, "AUDIENCE_MISMATCH", "T-TOK-12")
+		}
+	})
+}
+
+func BenchmarkLaunched(b *testing.B) {
+	r := New(Options{})
+	ps := make([]*registry.Platform, 1000)
+	for i := range ps {
+		ps[i] = &registry.Platform{ID: fmt.Sprint("lms-", i), UID: types.UID(fmt.Sprint(i))}
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			r.Launched(ps[i%len(ps)])
+			i++
+		}
+	})
+}
