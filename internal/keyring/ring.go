@@ -1,5 +1,5 @@
 // Package keyring holds ltiop's rotating key sets: the generic Ring that the sealing keyring
-// (webserver/sessions) and the platform signing keys (webserver/signing) are built on, the
+// (webserver/stores/sessions) and the platform signing keys (webserver/stores/signing) are built on, the
 // two kinds of key the service Secret keeps (SealingKey, SigningKey) with their creation and
 // their JSON in the Secret, and the follower that keeps a Ring in step with that Secret.
 //

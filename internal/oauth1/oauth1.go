@@ -2,7 +2,7 @@
 // with HMAC-SHA1 and HMAC-SHA256, two-legged: no token secret), with the oauth_body_hash
 // extension, and computes the LTI 1.3 migration's oauth_consumer_key_sign, the other HMAC
 // keyed with an LTI 1.1 shared secret. Standard library only: the web server's LTI 1.1
-// handlers (webserver/lti11) and the LMS simulator both build on it.
+// handlers (webserver/protocol/lti11) and the LMS simulator both build on it.
 package oauth1
 
 import (

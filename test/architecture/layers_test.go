@@ -64,7 +64,7 @@ func part(pkg string) string {
 // exceptions are imports that cross the layers on purpose, each with its reason.
 var exceptions = map[string]map[string]string{
 	// The integrator's data API of the demo and the tests is written against the wire
-	// types of webserver/platformdata, the contract ltiop publishes for integrators, so the
+	// types of webserver/clients/platformdata, the contract ltiop publishes for integrators, so the
 	// two cannot drift; ltiop's side of that API is checked through the tool (toolsim),
 	// which shares nothing with ltiop. Its own copy of the types is issue #23's to make.
 	module + "/simulators/datasim": {"webserver": "the platform data API's wire types"},

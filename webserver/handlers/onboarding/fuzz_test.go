@@ -15,7 +15,7 @@ import (
 // and nothing is written unless the registration really happened (which only the
 // simulator's own configuration URL can make happen).
 //
-// Run it longer with: go test ./webserver/onboarding -run '^$' -fuzz FuzzRegisterParams
+// Run it longer with: go test ./webserver/handlers/onboarding -run '^$' -fuzz FuzzRegisterParams
 func FuzzRegisterParams(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"", ""},

@@ -180,7 +180,7 @@ func (p *Platform) verifyOwn(token, typ string) ([]byte, bool) {
 	if pub == nil {
 		return nil, false
 	}
-	// jwx's compact fast path, as webserver/lti: unlike jws.Verify it refuses a "crit"
+	// jwx's compact fast path, as webserver/protocol/lti: unlike jws.Verify it refuses a "crit"
 	// header (RFC 7515 §4.1.11; we understand no extension) and a "b64" one (RFC 7797).
 	payload, err := jws.VerifyCompactFast(pub, []byte(token), jwa.RS256())
 	if err != nil {

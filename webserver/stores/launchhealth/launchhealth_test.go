@@ -94,7 +94,7 @@ func TestEventsAreThrottledPerCode(t *testing.T) {
 	}
 }
 
-// The hooks the launch path calls. go test -run x -bench . ./webserver/launchhealth/
+// The hooks the launch path calls. go test -run x -bench . ./webserver/stores/launchhealth/
 func BenchmarkRefused(b *testing.B) {
 	r := New(Options{})
 	p := &registry.Platform{ID: "lms", UID: "u"}
