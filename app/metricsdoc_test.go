@@ -1,10 +1,9 @@
 package app
 
 import (
+	"github.com/ltiop/ltiop/test/utils/testsource"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,70 +18,50 @@ import (
 func registeredMetrics(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	found := map[string][]string{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	testsource.Inspect(t, func(_ *token.FileSet, n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
 		}
-		if d.IsDir() && (d.Name() == "bin" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
+		fn, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || !strings.HasPrefix(fn.Sel.Name, "New") {
+			return true
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
+		if pkg, ok := fn.X.(*ast.Ident); !ok || pkg.Name != "prometheus" {
+			return true
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
+		opts, ok := call.Args[0].(*ast.CompositeLit)
+		if !ok {
+			return true
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) == 0 {
-				return true
+		for _, el := range opts.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if k, isIdent := kv.Key.(*ast.Ident); !ok || !isIdent || k.Name != "Name" {
+				continue
 			}
-			fn, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !strings.HasPrefix(fn.Sel.Name, "New") {
-				return true
-			}
-			if pkg, ok := fn.X.(*ast.Ident); !ok || pkg.Name != "prometheus" {
-				return true
-			}
-			opts, ok := call.Args[0].(*ast.CompositeLit)
+			lit, ok := kv.Value.(*ast.BasicLit)
 			if !ok {
-				return true
+				continue
 			}
-			for _, el := range opts.Elts {
-				kv, ok := el.(*ast.KeyValueExpr)
-				if k, isIdent := kv.Key.(*ast.Ident); !ok || !isIdent || k.Name != "Name" {
-					continue
-				}
-				lit, ok := kv.Value.(*ast.BasicLit)
-				if !ok {
-					continue
-				}
-				name, _ := strconv.Unquote(lit.Value)
-				if !strings.HasPrefix(name, "ltiop_") {
-					continue
-				}
-				labels := []string{}
-				if len(call.Args) > 1 {
-					if l, ok := call.Args[1].(*ast.CompositeLit); ok {
-						for _, e := range l.Elts {
-							if b, ok := e.(*ast.BasicLit); ok {
-								s, _ := strconv.Unquote(b.Value)
-								labels = append(labels, s)
-							}
+			name, _ := strconv.Unquote(lit.Value)
+			if !strings.HasPrefix(name, "ltiop_") {
+				continue
+			}
+			labels := []string{}
+			if len(call.Args) > 1 {
+				if l, ok := call.Args[1].(*ast.CompositeLit); ok {
+					for _, e := range l.Elts {
+						if b, ok := e.(*ast.BasicLit); ok {
+							s, _ := strconv.Unquote(b.Value)
+							labels = append(labels, s)
 						}
 					}
 				}
-				found[name] = labels
 			}
-			return true
-		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+			found[name] = labels
+		}
+		return true
+	}, root)
 	return found
 }
 

@@ -3,10 +3,9 @@ package webserver
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ltiop/ltiop/test/utils/testsource"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,8 +29,7 @@ const errorCodeEnumPath = "components.schemas.Error.properties.details.propertie
 func sourceErrorCodes(t *testing.T, dirs ...string) map[string]string {
 	t.Helper()
 	codes := map[string]string{}
-	fset := token.NewFileSet()
-	note := func(lit ast.Expr, root string) {
+	note := func(fset *token.FileSet, lit ast.Expr, root string) {
 		b, ok := lit.(*ast.BasicLit)
 		if !ok || b.Kind != token.STRING {
 			return
@@ -48,45 +46,32 @@ func sourceErrorCodes(t *testing.T, dirs ...string) map[string]string {
 	}
 	for _, dir := range dirs {
 		root := filepath.Dir(dir)
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				return err
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.ValueSpec:
-					for i, name := range n.Names {
-						if strings.HasPrefix(name.Name, "Code") && len(name.Name) > 4 && i < len(n.Values) {
-							note(n.Values[i], root)
-						}
-					}
-				case *ast.KeyValueExpr:
-					if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Code" {
-						note(n.Value, root)
-					}
-				case *ast.CallExpr:
-					var name string
-					switch fn := n.Fun.(type) {
-					case *ast.SelectorExpr:
-						name = fn.Sel.Name
-					case *ast.Ident:
-						name = fn.Name
-					}
-					if strings.HasSuffix(name, "Errorf") && len(n.Args) >= 3 {
-						note(n.Args[1], root)
+		testsource.Inspect(t, func(fset *token.FileSet, n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				for i, name := range n.Names {
+					if strings.HasPrefix(name.Name, "Code") && len(name.Name) > 4 && i < len(n.Values) {
+						note(fset, n.Values[i], root)
 					}
 				}
-				return true
-			})
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+			case *ast.KeyValueExpr:
+				if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Code" {
+					note(fset, n.Value, root)
+				}
+			case *ast.CallExpr:
+				var name string
+				switch fn := n.Fun.(type) {
+				case *ast.SelectorExpr:
+					name = fn.Sel.Name
+				case *ast.Ident:
+					name = fn.Name
+				}
+				if strings.HasSuffix(name, "Errorf") && len(n.Args) >= 3 {
+					note(fset, n.Args[1], root)
+				}
+			}
+			return true
+		}, dir)
 	}
 	return codes
 }
