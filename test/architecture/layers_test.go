@@ -100,3 +100,44 @@ func TestProtocolPackagesArePure(t *testing.T) {
 		}
 	}
 }
+
+// testLayers adds, for each part, what its tests may import besides what its code may: the
+// shared test helpers and the simulators (real peers), and for the suites under test/ the
+// whole product, which they run.
+var testLayers = map[string][]string{
+	"api":         {"test", "simulators"},
+	"internal":    {"test", "simulators"},
+	"controllers": {"test", "simulators"},
+	"webserver":   {"test", "simulators"},
+	"simulators":  {"test"},
+	"app":         {"test", "simulators"},
+	"test":        {"controllers", "webserver", "app", "simulators"},
+}
+
+// testExceptions are test imports that cross the layers on purpose, each with its reason.
+var testExceptions = map[string]map[string]string{
+	// The service Secret's controller makes the keyrings the web server reads: its tests
+	// read them back with the web server's own readers, and run the app's manager setup.
+	module + "/controllers": {
+		"app":       "the manager the controllers run in, as production builds it",
+		"webserver": "the sealing and signing keyrings read back as the web server reads them",
+	},
+}
+
+// Tests' direct imports follow the layers too: a test that imports across them ties the
+// layers together as much as code does, only less visibly.
+func TestTestImportsPointOneWay(t *testing.T) {
+	for _, p := range packages(t) {
+		top := part(p.ImportPath)
+		allowed, ruled := layers[top]
+		if !ruled {
+			continue
+		}
+		allowed = append(slices.Clone(allowed), testLayers[top]...)
+		for _, d := range append(slices.Clone(p.TestImports), p.XTestImports...) {
+			if q := part(d); q != "" && !slices.Contains(allowed, q) && testExceptions[p.ImportPath][q] == "" {
+				t.Errorf("a test of %s imports %s: tests of %s/ may import only %v", p.ImportPath, d, top, allowed)
+			}
+		}
+	}
+}
