@@ -21,8 +21,8 @@ func layoutPaths(t *testing.T) []string {
 	if !ok {
 		t.Fatal("README.md has no ## Layout section")
 	}
-	_, tree, ok := strings.Cut(section, "```\n")
-	if tree, _, ok = strings.Cut(tree, "```\n"); !ok {
+	_, tree, opened := strings.Cut(section, "```\n")
+	if tree, _, ok = strings.Cut(tree, "```\n"); !opened || !ok {
 		t.Fatal("README.md's Layout section has no tree in a code block")
 	}
 	type folder struct {
