@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,15 +54,34 @@ func isReported(conditions []metav1.Condition, p *problem) bool {
 
 // writeStatus is the one way registration status is written: next is reg, as read, with
 // the new status. An unchanged status is not written, so a standing problem makes no hot
-// loop; news (from setReadiness) becomes one Warning event; then the status is patched.
+// loop. The patch carries reg's resourceVersion: a reconcile that read a stale cache (its
+// own last write not seen yet) gets a Conflict instead of writing again, and news (from
+// setReadiness) becomes one Warning event only once the write that tells it succeeded.
 func writeStatus[O client.Object](ctx context.Context, c client.StatusClient, rec events.EventRecorder, reg, next O, news *problem) error {
 	if equality.Semantic.DeepEqual(reg, next) {
 		return nil
 	}
+	if err := c.Status().Patch(ctx, next, client.MergeFromWithOptions(reg, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
 	if news != nil {
 		rec.Eventf(reg, nil, corev1.EventTypeWarning, news.reason, "Validate", "%s", news.message)
 	}
-	return c.Status().Patch(ctx, next, client.MergeFrom(reg))
+	return nil
+}
+
+// statusWritten ends a reconcile after writeStatus: a Conflict means the read was stale;
+// the newer version's watch event brings the registration back, and a look a second later
+// covers a missed one, without an error in the log. A registration deleted meanwhile needs
+// nothing.
+func statusWritten(err error, after time.Duration) (reconcile.Result, error) {
+	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case err != nil:
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
 }
 
 // rateLimiter backs off failing reconciles from 1 s to 5 min, so an API server outage

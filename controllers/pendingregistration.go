@@ -45,10 +45,7 @@ func (r *PlatformRegistrationReconciler) awaitActivation(ctx context.Context, re
 	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := writeStatus(ctx, r.Client, r.Recorder, reg, next, nil); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{RequeueAfter: left}, nil
+	return statusWritten(writeStatus(ctx, r.Client, r.Recorder, reg, next, nil), left)
 }
 
 // expire deletes a registration that waited too long. It is read again from the API

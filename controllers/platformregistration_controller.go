@@ -133,14 +133,11 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := writeStatus(ctx, r.Client, r.Recorder, reg, next, news); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
 	after := recheck(reg, problem)
 	if rotateAfter > 0 && (after == 0 || rotateAfter < after) {
 		after = rotateAfter
 	}
-	return ctrl.Result{RequeueAfter: after}, nil
+	return statusWritten(writeStatus(ctx, r.Client, r.Recorder, reg, next, news), after)
 }
 
 // conflictRecheck is how often a registration blocked by a foreign Secret looks again: that

@@ -86,10 +86,7 @@ func (r *ToolRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		readyMessage = "The tool is ready but inactive: launches and access tokens are refused until it is activated."
 	}
 	news := setReadiness(&status.ObservedGeneration, &status.Conditions, tool.Generation, p, readyMessage)
-	if err := writeStatus(ctx, r.Client, r.Recorder, tool, next, news); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{}, nil
+	return statusWritten(writeStatus(ctx, r.Client, r.Recorder, tool, next, news), 0)
 }
 
 // checkToolSpec validates what the schema cannot: https outside dev mode, redirection URIs
