@@ -4,127 +4,209 @@ import (
 	"net/http"
 
 	"github.com/ltiop/ltiop/internal/paths"
-	"github.com/ltiop/ltiop/webserver/handlers/toolmode"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+)
+
+// Route is one entry of the route table: what answers Method Path, the credential it asks
+// for and the rate limit it is held to. The router, the rate limits and the tests all read
+// the table; every route is in the OpenAPI document (openapi.json), the LTI wire endpoints
+// and the probes included (TestRouteTableIsTheOpenAPIDocument).
+type Route struct {
+	Method, Path string
+	// Handler answers once Auth has let the request through.
+	Handler http.HandlerFunc
+	// Auth is the credential the route asks for.
+	Auth Auth
+	// RateLimit is the per-client limit group of a route anyone can reach ("" for none).
+	RateLimit RateLimitGroup
+	// Unlimited says why a route anyone can reach (AuthNone) has no rate limit.
+	Unlimited string
+	// PlatformParam is the path wildcard holding a platform id, which the request log
+	// line names (it reads {platformId} itself).
+	PlatformParam string
+}
+
+// Auth is the credential a route asks for, named as the OpenAPI document's security
+// schemes name it. The router checks Bearer, ltik and service credentials before the
+// handler runs.
+type Auth string
+
+const (
+	// AuthNone: anyone (browsers, LMSs, tools, probes). What the LTI wire protocol signs
+	// or seals, the handler checks.
+	AuthNone Auth = "none"
+	// AuthBearer: the integrator API key (Bearer).
+	AuthBearer Auth = "Bearer"
+	// AuthLtik: a launch's ltik with the API key (LTIK-AUTH-V2, or the legacy LTIK-AUTH-V1).
+	AuthLtik Auth = "LTIK-AUTH-V2"
+	// AuthService: what AuthLtik accepts, or a service key (SERVICE-AUTH-V1) or a notice
+	// key (NOTICE-AUTH-V1) with the API key.
+	AuthService Auth = "SERVICE-AUTH-V1"
+	// AuthToolToken: a platform-mode access token from /lti/platform/token
+	// (ToolAccessToken). The handler checks it: it answers tools in their wire format.
+	AuthToolToken Auth = "ToolAccessToken"
+)
+
+// RateLimitGroup is a set of routes sharing one limit (RateLimits) and one bucket per client.
+type RateLimitGroup string
+
+const (
+	LimitLaunch            RateLimitGroup = "launch"
+	LimitRegister          RateLimitGroup = "register"
+	LimitPlatformAuthorize RateLimitGroup = "platformAuthorize"
+	LimitPlatformToken     RateLimitGroup = "platformToken"
+	LimitOAuth             RateLimitGroup = "oauth"
+	LimitNotices           RateLimitGroup = "notices"
 )
 
 // routeTable is every route the server serves.
 func (s *Server) routeTable(d Handlers) []Route {
-	platforms := d.Platforms
-	bearer := func(f http.HandlerFunc) http.Handler { return d.APIKey.RequireBearer(f) }
-	tool := d.Tool
+	tool, p := d.Tool, d.Platform
+	const (
+		probe = "a probe: answers from memory and keeps nothing"
+		fixed = "a fixed document"
+		keys  = "a key set from memory; keeps nothing"
+	)
 	routes := []Route{
-		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
-		{"GET", "/livez", http.HandlerFunc(s.healthz)},
-		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
-		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
-		{"GET", paths.Keys, d.Keys},
-		{"GET", paths.KeySet("{id}"), d.KeySet},
-		{"GET", paths.Login, http.HandlerFunc(tool.Login)},
-		{"POST", paths.Login, http.HandlerFunc(tool.Login)},
-		{"POST", paths.Launch, http.HandlerFunc(tool.Launch)},
-		{"POST", paths.LaunchComplete, http.HandlerFunc(tool.LaunchComplete)},
-		{"GET", "/api/idtoken", tool.RequireLtik(http.HandlerFunc(tool.IDToken))},
-		{"GET", "/api/memberships", tool.RequireService(http.HandlerFunc(tool.Memberships))},
-		{"GET", "/api/lineitems", tool.RequireService(http.HandlerFunc(tool.LineItems))},
-		{"POST", "/api/lineitems", tool.RequireService(http.HandlerFunc(tool.CreateLineItem))},
-		{"GET", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.GetLineItem))},
-		{"PUT", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.UpdateLineItem))},
-		{"DELETE", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.DeleteLineItem))},
-		{"POST", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.PostScore))},
-		{"GET", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.Scores))},
-		{"GET", "/api/groups", tool.RequireService(http.HandlerFunc(tool.Groups))},
-		{"GET", "/api/groupsets", tool.RequireService(http.HandlerFunc(tool.GroupSets))},
-		{"GET", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.ReadOutcome))},
-		{"PUT", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.ReplaceOutcome))},
-		{"POST", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.ReplaceOutcome))},
-		{"DELETE", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.DeleteOutcome))},
-		{"POST", "/api/deeplinking/form", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingForm))},
-		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
-		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
-		{"GET", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.NoticeHandlers))},
-		{"PUT", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.SetNoticeHandler))},
-		{"DELETE", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.DeleteNoticeHandler))},
-		{"POST", paths.Notices, http.HandlerFunc(tool.Notices)},
-		{"GET", paths.Register, http.HandlerFunc(d.Onboarding.Register)},
-		{"GET", paths.RegisterWithToken, http.HandlerFunc(d.Onboarding.RegisterWithToken)},
-		{"GET", paths.CanvasConfiguration, http.HandlerFunc(d.Onboarding.CanvasConfiguration)},
-		{"GET", "/api/registrations/{id}", bearer(d.Onboarding.Get)},
-		{"POST", "/api/registrations/{id}/complete", bearer(d.Onboarding.Complete)},
-		{"GET", "/oauth/start/{platformId}", http.HandlerFunc(d.OAuth.Start)},
-		{"GET", "/oauth/callback", http.HandlerFunc(d.OAuth.Callback)},
-		{"POST", "/api/oauth/access-token/{platformId}", bearer(d.OAuth.AccessToken)},
-		{"POST", "/api/oauth/access-token/{platformId}/refresh", bearer(d.OAuth.Refresh)},
-		{"GET", paths.PlatformJWKS, http.HandlerFunc(d.Platform.JWKS)},
-		{"GET", paths.PlatformAuthorize, http.HandlerFunc(d.Platform.Authorize)},
-		{"POST", paths.PlatformAuthorize, http.HandlerFunc(d.Platform.Authorize)},
-		{"POST", paths.PlatformToken, http.HandlerFunc(d.Platform.Token)},
-		{"POST", paths.PlatformDeepLinkingReturn, http.HandlerFunc(d.Platform.DeepLinkingReturn)},
-		{"POST", "/api/launches", bearer(d.Platform.CreateLaunch)},
-		{"POST", "/api/launches/idtoken", bearer(d.Platform.AnswerLaunch)},
-		{"POST", "/api/launches/content-items", bearer(d.Platform.ContentItems)},
-		{"POST", "/api/tokens/introspect", bearer(d.Platform.Introspect)},
-		{"GET", paths.PlatformServices + "/memberships", http.HandlerFunc(d.Platform.Memberships)},
-		{"GET", paths.PlatformServices + "/lineitems", http.HandlerFunc(d.Platform.LineItems)},
-		{"POST", paths.PlatformServices + "/lineitems", http.HandlerFunc(d.Platform.CreateLineItem)},
-		{"GET", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.GetLineItem)},
-		{"PUT", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.UpdateLineItem)},
-		{"DELETE", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.DeleteLineItem)},
-		{"POST", paths.PlatformServices + "/lineitems/{lineItem}/scores", http.HandlerFunc(d.Platform.PostScore)},
-		{"GET", paths.PlatformServices + "/lineitems/{lineItem}/results", http.HandlerFunc(d.Platform.Results)},
+		{Method: "GET", Path: "/healthz", Handler: s.healthz, Auth: AuthNone, Unlimited: probe},
+		{Method: "GET", Path: "/livez", Handler: s.healthz, Auth: AuthNone, Unlimited: probe},
+		{Method: "GET", Path: "/readyz", Handler: s.readyz, Auth: AuthNone, Unlimited: probe},
+		{Method: "GET", Path: "/api/openapi.json", Handler: serveOpenAPI, Auth: AuthNone, Unlimited: fixed},
+
+		// Tool mode: the LMS's launches and key sets, the notices its servers send.
+		{Method: "GET", Path: paths.Keys, Handler: d.Keys.ServeHTTP, Auth: AuthNone, Unlimited: keys},
+		{Method: "GET", Path: paths.KeySet("{id}"), Handler: d.KeySet.ServeHTTP, Auth: AuthNone, Unlimited: keys},
+		{Method: "GET", Path: paths.Login, Handler: tool.Login, Auth: AuthNone, RateLimit: LimitLaunch},
+		{Method: "POST", Path: paths.Login, Handler: tool.Login, Auth: AuthNone, RateLimit: LimitLaunch},
+		{Method: "POST", Path: paths.Launch, Handler: tool.Launch, Auth: AuthNone, RateLimit: LimitLaunch},
+		{Method: "POST", Path: paths.LaunchComplete, Handler: tool.LaunchComplete, Auth: AuthNone, RateLimit: LimitLaunch},
+		{Method: "POST", Path: paths.Notices, Handler: tool.Notices, Auth: AuthNone, RateLimit: LimitNotices},
+
+		// Tool mode: the integrator's API of a launch.
+		{Method: "GET", Path: "/api/idtoken", Handler: tool.IDToken, Auth: AuthLtik},
+		{Method: "GET", Path: "/api/memberships", Handler: tool.Memberships, Auth: AuthService},
+		{Method: "GET", Path: "/api/lineitems", Handler: tool.LineItems, Auth: AuthService},
+		{Method: "POST", Path: "/api/lineitems", Handler: tool.CreateLineItem, Auth: AuthService},
+		{Method: "GET", Path: "/api/lineitems/{id}", Handler: tool.GetLineItem, Auth: AuthService},
+		{Method: "PUT", Path: "/api/lineitems/{id}", Handler: tool.UpdateLineItem, Auth: AuthService},
+		{Method: "DELETE", Path: "/api/lineitems/{id}", Handler: tool.DeleteLineItem, Auth: AuthService},
+		{Method: "POST", Path: "/api/lineitems/{id}/scores", Handler: tool.PostScore, Auth: AuthService},
+		{Method: "GET", Path: "/api/lineitems/{id}/scores", Handler: tool.Scores, Auth: AuthService},
+		{Method: "GET", Path: "/api/groups", Handler: tool.Groups, Auth: AuthService},
+		{Method: "GET", Path: "/api/groupsets", Handler: tool.GroupSets, Auth: AuthService},
+		{Method: "GET", Path: "/api/outcomes", Handler: tool.ReadOutcome, Auth: AuthService},
+		{Method: "PUT", Path: "/api/outcomes", Handler: tool.ReplaceOutcome, Auth: AuthService},
+		{Method: "POST", Path: "/api/outcomes", Handler: tool.ReplaceOutcome, Auth: AuthService},
+		{Method: "DELETE", Path: "/api/outcomes", Handler: tool.DeleteOutcome, Auth: AuthService},
+		{Method: "POST", Path: "/api/deeplinking/form", Handler: tool.DeepLinkingForm, Auth: AuthLtik},
+		{Method: "POST", Path: "/api/deeplinking", Handler: tool.DeepLinkingMessage, Auth: AuthLtik},
+		{Method: "POST", Path: "/api/deeplinking/message", Handler: tool.DeepLinkingMessage, Auth: AuthLtik},
+		{Method: "GET", Path: "/api/notices/handlers", Handler: tool.NoticeHandlers, Auth: AuthService},
+		{Method: "PUT", Path: "/api/notices/handlers", Handler: tool.SetNoticeHandler, Auth: AuthService},
+		{Method: "DELETE", Path: "/api/notices/handlers", Handler: tool.DeleteNoticeHandler, Auth: AuthService},
+		// Asset Processor and the EULA service (docs/asset-processor.md).
+		{Method: "GET", Path: "/api/assets/{assetId}", Handler: tool.DownloadAsset, Auth: AuthService},
+		{Method: "POST", Path: "/api/reports", Handler: tool.PostReport, Auth: AuthService},
+		{Method: "GET", Path: "/api/eula", Handler: tool.GetEula, Auth: AuthService},
+		{Method: "PUT", Path: "/api/eula", Handler: tool.PutEula, Auth: AuthService},
+		{Method: "POST", Path: "/api/eula/acceptance", Handler: tool.PostEulaAcceptance, Auth: AuthService},
+		{Method: "DELETE", Path: "/api/eula/acceptance", Handler: tool.DeleteEulaAcceptances, Auth: AuthService},
+
+		// Onboarding: dynamic registration (one bucket for both URLs: guessing tokens costs
+		// the same as registering) and its pre-approvals.
+		{Method: "GET", Path: paths.Register, Handler: d.Onboarding.Register, Auth: AuthNone, RateLimit: LimitRegister},
+		{Method: "GET", Path: paths.RegisterWithToken, Handler: d.Onboarding.RegisterWithToken, Auth: AuthNone, RateLimit: LimitRegister},
+		{Method: "GET", Path: paths.CanvasConfiguration, Handler: d.Onboarding.CanvasConfiguration, Auth: AuthNone, Unlimited: fixed},
+		{Method: "GET", Path: "/api/registrations/{id}", Handler: d.Onboarding.Get, Auth: AuthBearer},
+		{Method: "POST", Path: "/api/registrations/{id}/complete", Handler: d.Onboarding.Complete, Auth: AuthBearer},
+
+		// The OAuth broker for the LMS's own REST API.
+		{Method: "GET", Path: "/oauth/start/{platformId}", Handler: d.OAuth.Start, Auth: AuthNone, RateLimit: LimitOAuth},
+		{Method: "GET", Path: "/oauth/callback", Handler: d.OAuth.Callback, Auth: AuthNone, RateLimit: LimitOAuth},
+		{Method: "POST", Path: "/api/oauth/access-token/{platformId}", Handler: d.OAuth.AccessToken, Auth: AuthBearer},
+		{Method: "POST", Path: "/api/oauth/access-token/{platformId}/refresh", Handler: d.OAuth.Refresh, Auth: AuthBearer},
+
+		// Platform mode: the tool's side of its launches and services.
+		{Method: "GET", Path: paths.PlatformJWKS, Handler: p.JWKS, Auth: AuthNone, Unlimited: keys},
+		{Method: "GET", Path: paths.PlatformAuthorize, Handler: p.Authorize, Auth: AuthNone, RateLimit: LimitPlatformAuthorize},
+		{Method: "POST", Path: paths.PlatformAuthorize, Handler: p.Authorize, Auth: AuthNone, RateLimit: LimitPlatformAuthorize},
+		{Method: "POST", Path: paths.PlatformToken, Handler: p.Token, Auth: AuthNone, RateLimit: LimitPlatformToken},
+		{Method: "POST", Path: paths.PlatformDeepLinkingReturn, Handler: p.DeepLinkingReturn, Auth: AuthNone,
+			Unlimited: "opens only a return context ltiop sealed, then the JWT the tool signed"},
+		{Method: "GET", Path: paths.PlatformServices + "/memberships", Handler: p.Memberships, Auth: AuthToolToken},
+		{Method: "GET", Path: paths.PlatformServices + "/lineitems", Handler: p.LineItems, Auth: AuthToolToken},
+		{Method: "POST", Path: paths.PlatformServices + "/lineitems", Handler: p.CreateLineItem, Auth: AuthToolToken},
+		{Method: "GET", Path: paths.PlatformServices + "/lineitems/{lineItem}", Handler: p.GetLineItem, Auth: AuthToolToken},
+		{Method: "PUT", Path: paths.PlatformServices + "/lineitems/{lineItem}", Handler: p.UpdateLineItem, Auth: AuthToolToken},
+		{Method: "DELETE", Path: paths.PlatformServices + "/lineitems/{lineItem}", Handler: p.DeleteLineItem, Auth: AuthToolToken},
+		{Method: "POST", Path: paths.PlatformServices + "/lineitems/{lineItem}/scores", Handler: p.PostScore, Auth: AuthToolToken},
+		{Method: "GET", Path: paths.PlatformServices + "/lineitems/{lineItem}/results", Handler: p.Results, Auth: AuthToolToken},
+		// Platform mode: the integrator's API.
+		{Method: "POST", Path: "/api/launches", Handler: p.CreateLaunch, Auth: AuthBearer},
+		{Method: "POST", Path: "/api/launches/idtoken", Handler: p.AnswerLaunch, Auth: AuthBearer},
+		{Method: "POST", Path: "/api/launches/content-items", Handler: p.ContentItems, Auth: AuthBearer},
+		{Method: "POST", Path: "/api/tokens/introspect", Handler: p.Introspect, Auth: AuthBearer},
 	}
-	routes = append(routes, assetProcessorRoutes(tool)...)
-	// The {id} of the platforms API is a platform id: the request log line names it.
-	platform := func(f http.HandlerFunc) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			httpapi.NotePlatform(r.Context(), r.PathValue("id"))
-			bearer(f).ServeHTTP(w, r)
-		})
-	}
+
+	// The registrations API, under its name and its older alias.
 	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
+		a := d.Platforms
 		routes = append(routes,
-			Route{"GET", prefix, bearer(platforms.List)},
-			Route{"POST", prefix, bearer(platforms.Create)},
-			Route{"GET", prefix + "/{id}", platform(platforms.Get)},
-			Route{"PUT", prefix + "/{id}", platform(platforms.Update)},
-			Route{"DELETE", prefix + "/{id}", platform(platforms.Delete)},
-			Route{"POST", prefix + "/{id}/activate", platform(platforms.Activate)},
-			Route{"POST", prefix + "/{id}/deactivate", platform(platforms.Deactivate)},
-			Route{"POST", prefix + "/{id}/check", platform(platforms.Check)},
+			Route{Method: "GET", Path: prefix, Handler: a.List, Auth: AuthBearer},
+			Route{Method: "POST", Path: prefix, Handler: a.Create, Auth: AuthBearer},
+			Route{Method: "GET", Path: prefix + "/{id}", Handler: a.Get, Auth: AuthBearer, PlatformParam: "id"},
+			Route{Method: "PUT", Path: prefix + "/{id}", Handler: a.Update, Auth: AuthBearer, PlatformParam: "id"},
+			Route{Method: "DELETE", Path: prefix + "/{id}", Handler: a.Delete, Auth: AuthBearer, PlatformParam: "id"},
+			Route{Method: "POST", Path: prefix + "/{id}/activate", Handler: a.Activate, Auth: AuthBearer, PlatformParam: "id"},
+			Route{Method: "POST", Path: prefix + "/{id}/deactivate", Handler: a.Deactivate, Auth: AuthBearer, PlatformParam: "id"},
+			Route{Method: "POST", Path: prefix + "/{id}/check", Handler: a.Check, Auth: AuthBearer, PlatformParam: "id"},
 		)
 	}
 	if t := d.Tools; t != nil {
 		routes = append(routes,
-			Route{"GET", "/api/tools", bearer(t.List)},
-			Route{"POST", "/api/tools", bearer(t.Create)},
-			Route{"GET", "/api/tools/{id}", bearer(t.Get)},
-			Route{"PUT", "/api/tools/{id}", bearer(t.Update)},
-			Route{"DELETE", "/api/tools/{id}", bearer(t.Delete)},
-			Route{"POST", "/api/tools/{id}/activate", bearer(t.Activate)},
-			Route{"POST", "/api/tools/{id}/deactivate", bearer(t.Deactivate)},
+			Route{Method: "GET", Path: "/api/tools", Handler: t.List, Auth: AuthBearer},
+			Route{Method: "POST", Path: "/api/tools", Handler: t.Create, Auth: AuthBearer},
+			Route{Method: "GET", Path: "/api/tools/{id}", Handler: t.Get, Auth: AuthBearer},
+			Route{Method: "PUT", Path: "/api/tools/{id}", Handler: t.Update, Auth: AuthBearer},
+			Route{Method: "DELETE", Path: "/api/tools/{id}", Handler: t.Delete, Auth: AuthBearer},
+			Route{Method: "POST", Path: "/api/tools/{id}/activate", Handler: t.Activate, Auth: AuthBearer},
+			Route{Method: "POST", Path: "/api/tools/{id}/deactivate", Handler: t.Deactivate, Auth: AuthBearer},
 		)
 	}
 	if dr := d.ToolDynReg; dr != nil {
 		routes = append(routes,
-			Route{"POST", "/api/tools/registrations", bearer(dr.Start)},
-			Route{"GET", paths.PlatformOpenIDConfiguration, http.HandlerFunc(dr.Configuration)},
-			Route{"POST", paths.PlatformRegister, http.HandlerFunc(dr.Register)},
-			Route{"GET", paths.PlatformRegistrationPage, http.HandlerFunc(dr.Page)},
+			Route{Method: "POST", Path: "/api/tools/registrations", Handler: dr.Start, Auth: AuthBearer},
+			Route{Method: "GET", Path: paths.PlatformOpenIDConfiguration, Handler: dr.Configuration, Auth: AuthNone, Unlimited: fixed},
+			// A tool registering with ltiop as the platform: the bucket of /lti/register.
+			Route{Method: "POST", Path: paths.PlatformRegister, Handler: dr.Register, Auth: AuthNone, RateLimit: LimitRegister},
+			Route{Method: "GET", Path: paths.PlatformRegistrationPage, Handler: dr.Page, Auth: AuthNone, RateLimit: LimitRegister},
 		)
 	}
 	return routes
 }
 
-// assetProcessorRoutes are the integrator API of Asset Processor and the EULA service
-// (docs/asset-processor.md): an ltik or a service key (or a notice key) opens them.
-func assetProcessorRoutes(tool *toolmode.Tool) []Route {
-	svc := func(f http.HandlerFunc) http.Handler { return tool.RequireService(f) }
-	return []Route{
-		{"GET", "/api/assets/{assetId}", svc(tool.DownloadAsset)},
-		{"POST", "/api/reports", svc(tool.PostReport)},
-		{"GET", "/api/eula", svc(tool.GetEula)},
-		{"PUT", "/api/eula", svc(tool.PutEula)},
-		{"POST", "/api/eula/acceptance", svc(tool.PostEulaAcceptance)},
-		{"DELETE", "/api/eula/acceptance", svc(tool.DeleteEulaAcceptances)},
+// handler is what the router serves for rt: Handler behind the credential check, then the
+// platform note for the request log, then the rate limit.
+func (rt Route) handler(d Handlers, limits *rateLimits) http.Handler {
+	var h http.Handler
+	switch rt.Auth {
+	case AuthNone, AuthToolToken:
+		h = rt.Handler
+	case AuthBearer:
+		h = d.APIKey.RequireBearer(rt.Handler)
+	case AuthLtik:
+		h = d.Tool.RequireLtik(rt.Handler)
+	case AuthService:
+		h = d.Tool.RequireService(rt.Handler)
+	default:
+		panic("route table: " + rt.Method + " " + rt.Path + " has no known Auth (" + string(rt.Auth) + ")")
 	}
+	if param := rt.PlatformParam; param != "" {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			httpapi.NotePlatform(r.Context(), r.PathValue(param))
+			inner.ServeHTTP(w, r)
+		})
+	}
+	return limits.wrap(rt.RateLimit, h)
 }

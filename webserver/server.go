@@ -39,15 +39,15 @@ type Options struct {
 }
 
 // RateLimits are the per-client-IP limits of the routes anyone can reach without a
-// credential, by group (the routes of a group share a client's bucket). A zero Limit
-// turns its group off.
+// credential, by group (Route.RateLimit names a route's group in the route table; the
+// routes of a group share a client's bucket). A zero Limit turns its group off.
 type RateLimits struct {
-	Launch            ratelimit.Limit // /lti/login, /lti/launch, /lti/launch/complete
-	Register          ratelimit.Limit // /lti/register, /lti/register/{token}
-	PlatformAuthorize ratelimit.Limit // /lti/platform/authorize
-	PlatformToken     ratelimit.Limit // /lti/platform/token
-	OAuth             ratelimit.Limit // /oauth/start/{platformId}, /oauth/callback
-	Notices           ratelimit.Limit // /lti/notices/{platformId}
+	Launch            ratelimit.Limit // LimitLaunch: the launch flow
+	Register          ratelimit.Limit // LimitRegister: dynamic registration, both ways
+	PlatformAuthorize ratelimit.Limit // LimitPlatformAuthorize: platform mode's OIDC authorization
+	PlatformToken     ratelimit.Limit // LimitPlatformToken: platform mode's token endpoint
+	OAuth             ratelimit.Limit // LimitOAuth: the OAuth broker's browser steps
+	Notices           ratelimit.Limit // LimitNotices: platform notices
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
 	// MaxClients bounds the buckets kept (ratelimit.DefaultMaxClients when 0).
@@ -61,6 +61,7 @@ type RateLimits struct {
 type Server struct {
 	opts    Options
 	handler http.Handler
+	mux     *http.ServeMux
 	routes  []Route
 	ready   []ReadinessCheck
 
@@ -68,12 +69,6 @@ type Server struct {
 	addrOnce     sync.Once
 	listening    chan struct{}
 	addr         string
-}
-
-// Route is one endpoint. Every route must appear in the OpenAPI document (a test checks).
-type Route struct {
-	Method, Path string
-	Handler      http.Handler
 }
 
 // ReadinessCheck is one thing /readyz waits for: while Ready answers false, /readyz is 503
@@ -114,17 +109,16 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 	s := &Server{opts: opts, ready: ready, listening: make(chan struct{})}
 	limits := newRateLimits(opts.RateLimits, d.Platform)
 	s.routes = s.routeTable(d)
-	mux := http.NewServeMux()
-	for i, rt := range s.routes {
-		rt.Handler = limits.wrap(rt.Method+" "+rt.Path, rt.Handler)
-		s.routes[i] = rt
-		mux.Handle(rt.Method+" "+rt.Path, rt.Handler)
+	s.mux = http.NewServeMux()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.Method+" "+rt.Path, rt.handler(d, limits))
 	}
-	s.handler = observe(log.Log.WithName("http"), httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(mux)))
+	s.handler = observe(log.Log.WithName("http"), httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(s.mux)))
 	return s
 }
 
-// Routes lists the served endpoints.
+// Routes is the route table: every served endpoint, its handler as the table names it
+// (before the credential check and the rate limit).
 func (s *Server) Routes() []Route { return s.routes }
 
 // Handler is the whole HTTP handler, middleware included.
