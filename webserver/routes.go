@@ -21,6 +21,8 @@ type Route struct {
 	RateLimit RateLimitGroup
 	// Unlimited says why a route anyone can reach (AuthNone) has no rate limit.
 	Unlimited string
+	// SecretPath: the path carries a secret; request logs show the route pattern instead.
+	SecretPath bool
 	// PlatformParam is the path wildcard holding a platform id, which the request log
 	// line names (it reads {platformId} itself).
 	PlatformParam string
@@ -115,7 +117,8 @@ func (s *Server) routeTable(d Handlers) []Route {
 		// Onboarding: dynamic registration (one bucket for both URLs: guessing tokens costs
 		// the same as registering) and its pre-approvals.
 		{Method: "GET", Path: paths.Register, Handler: d.Onboarding.Register, Auth: AuthNone, RateLimit: LimitRegister},
-		{Method: "GET", Path: paths.RegisterWithToken, Handler: d.Onboarding.RegisterWithToken, Auth: AuthNone, RateLimit: LimitRegister},
+		{Method: "GET", Path: paths.RegisterWithToken, Handler: d.Onboarding.RegisterWithToken, Auth: AuthNone, RateLimit: LimitRegister,
+			SecretPath: true},
 		{Method: "GET", Path: paths.CanvasConfiguration, Handler: d.Onboarding.CanvasConfiguration, Auth: AuthNone, Unlimited: fixed},
 		{Method: "GET", Path: "/api/registrations/{id}", Handler: d.Onboarding.Get, Auth: AuthBearer},
 		{Method: "POST", Path: "/api/registrations/{id}/complete", Handler: d.Onboarding.Complete, Auth: AuthBearer},
