@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -151,6 +152,30 @@ func TestRouteTableAuthGuardsEachRoute(t *testing.T) {
 		}
 		if want := refusal[rt.Auth]; w.Code != http.StatusUnauthorized || !strings.Contains(env.Details.Description, want) {
 			t.Errorf("%s (Auth %s) without a credential: %d %s, want 401 saying %q", route, rt.Auth, w.Code, w.Body, want)
+		}
+	}
+}
+
+// The rate-limit table of docs/configuration.md names, in each group's row (the group is
+// its YAML key), every route the route table puts in that group.
+func TestConfigurationDocNamesEveryRateLimitedRoute(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[RateLimitGroup]string{} // group → its Routes cell
+	for line := range strings.Lines(string(doc)) {
+		cells := strings.Split(line, "|")
+		if len(cells) > 3 && strings.HasPrefix(line, "| `") {
+			rows[RateLimitGroup(strings.Trim(cells[1], " `"))] = cells[2]
+		}
+	}
+	for _, rt := range tableServer().Routes() {
+		if rt.RateLimit == "" {
+			continue
+		}
+		if row, ok := rows[rt.RateLimit]; !ok || !strings.Contains(row, "`"+rt.Path+"`") {
+			t.Errorf("docs/configuration.md: the rate-limit row of %s does not name %s (%s)", rt.RateLimit, rt.Path, rt.Method)
 		}
 	}
 }
