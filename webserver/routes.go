@@ -34,17 +34,17 @@ type Route struct {
 type Auth string
 
 const (
-	// AuthNone: anyone (browsers, LMSs, tools, probes). What the LTI wire protocol signs
-	// or seals, the handler checks.
+	// AuthNone is anyone (browsers, LMSs, tools, probes). What the LTI wire protocol
+	// signs or seals, the handler checks.
 	AuthNone Auth = "none"
-	// AuthBearer: the integrator API key (Bearer).
+	// AuthBearer is the integrator API key (Bearer).
 	AuthBearer Auth = "Bearer"
-	// AuthLtik: a launch's ltik with the API key (LTIK-AUTH-V2, or the legacy LTIK-AUTH-V1).
+	// AuthLtik is a launch's ltik with the API key (LTIK-AUTH-V2, or the legacy LTIK-AUTH-V1).
 	AuthLtik Auth = "LTIK-AUTH-V2"
-	// AuthService: what AuthLtik accepts, or a service key (SERVICE-AUTH-V1) or a notice
+	// AuthService is what AuthLtik accepts, or a service key (SERVICE-AUTH-V1) or a notice
 	// key (NOTICE-AUTH-V1) with the API key.
 	AuthService Auth = "SERVICE-AUTH-V1"
-	// AuthToolToken: a platform-mode access token from /lti/platform/token
+	// AuthToolToken is a platform-mode access token from /lti/platform/token
 	// (ToolAccessToken). The handler checks it: it answers tools in their wire format.
 	AuthToolToken Auth = "ToolAccessToken"
 )
@@ -52,6 +52,7 @@ const (
 // RateLimitGroup is a set of routes sharing one limit (RateLimits) and one bucket per client.
 type RateLimitGroup string
 
+// The rate-limit groups, named as their configuration keys (rateLimits.launch, …).
 const (
 	LimitLaunch            RateLimitGroup = "launch"
 	LimitRegister          RateLimitGroup = "register"
