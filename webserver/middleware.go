@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
@@ -56,8 +55,9 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // observe gives each request an id (the client's X-Request-Id or traceparent, or a new
 // one; see requestID), echoes it in X-Request-Id, logs the request at debug level without
 // query string or headers (they can carry tokens), counts it, and turns a panic into a
-// 500 envelope. Handlers log through base with the request id (log.FromContext).
-func observe(base logr.Logger, next http.Handler) http.Handler {
+// 500 envelope. Handlers log through base with the request id (log.FromContext). The
+// requests of the route patterns in secretPaths are logged by pattern, not path.
+func observe(base logr.Logger, secretPaths map[string]bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := requestID(r)
@@ -71,7 +71,7 @@ func observe(base logr.Logger, next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler { //nolint:errorlint // a recovered panic value is compared by identity, as net/http does
 					panic(v)
 				}
-				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", loggedPath(r))
+				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", loggedPath(r, secretPaths))
 				if rec.status == 0 {
 					httpapi.WriteError(rec, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "An internal error occurred."))
 				}
@@ -91,7 +91,7 @@ func observe(base logr.Logger, next http.Handler) http.Handler {
 				if platformID == "" {
 					platformID = r.PathValue("platformId")
 				}
-				debug.Info("request", "method", r.Method, "path", loggedPath(r), "route", route,
+				debug.Info("request", "method", r.Method, "path", loggedPath(r, secretPaths), "route", route,
 					"status", rec.status, "duration", elapsed.String(), "platformId", platformID)
 			}
 		}()
@@ -111,12 +111,10 @@ func methodLabel(method string) string {
 	return "OTHER"
 }
 
-// secretPaths are the routes whose path carries a secret: their requests are logged by
-// route pattern only. (Metrics are labelled by pattern for every route.)
-var secretPaths = map[string]bool{"GET " + paths.RegisterWithToken: true}
-
-// loggedPath is the request's path as logs show it.
-func loggedPath(r *http.Request) string {
+// loggedPath is the request's path as logs show it: the route pattern for the routes
+// whose path carries a secret (secretPaths, by pattern; Route.SecretPath), else the path.
+// (Metrics are labelled by pattern for every route.)
+func loggedPath(r *http.Request, secretPaths map[string]bool) string {
 	if secretPaths[r.Pattern] {
 		return r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:]
 	}

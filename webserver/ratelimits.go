@@ -4,34 +4,14 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/stores/ratelimit"
 )
 
-// rateLimited are the routes anyone can reach without a credential, by "METHOD /path",
-// with their limit group. The Bearer and LTIK APIs are not here: a credential guards them.
-var rateLimited = map[string]string{
-	"GET " + paths.Login:                    "launch",
-	"POST " + paths.Login:                   "launch",
-	"POST " + paths.Launch:                  "launch",
-	"POST " + paths.LaunchComplete:          "launch",
-	"GET " + paths.Register:                 "register",
-	"GET " + paths.RegisterWithToken:        "register", // one bucket with /lti/register: guessing tokens costs the same
-	"POST " + paths.PlatformRegister:        "register", // a tool registering with ltiop as the platform: the same bucket
-	"GET " + paths.PlatformRegistrationPage: "register",
-	"GET " + paths.PlatformAuthorize:        "platformAuthorize",
-	"POST " + paths.PlatformAuthorize:       "platformAuthorize",
-	"POST " + paths.PlatformToken:           "platformToken",
-	"GET /oauth/start/{platformId}":         "oauth",
-	"GET /oauth/callback":                   "oauth",
-	"POST " + paths.Notices:                 "notices",
-}
-
-// rateLimits wraps the limited routes in their group's middleware.
+// rateLimits holds each route of the table to its group's limit (Route.RateLimit).
 type rateLimits struct {
-	groups map[string]func(http.Handler) http.Handler
+	groups map[RateLimitGroup]func(http.Handler) http.Handler
 }
 
 func newRateLimits(o RateLimits, platform *platformmode.Platform) *rateLimits {
@@ -47,13 +27,13 @@ func newRateLimits(o RateLimits, platform *platformmode.Platform) *rateLimits {
 	}
 	// The notice endpoint answers platforms' servers: the envelope, never a page.
 	apiError := func(w http.ResponseWriter, _ *http.Request, secs int) { httpapi.WriteError(w, rateLimitedError(secs)) }
-	return &rateLimits{groups: map[string]func(http.Handler) http.Handler{
-		"launch":            l.Group(o.Launch).Middleware(page),
-		"register":          l.Group(o.Register).Middleware(page),
-		"platformAuthorize": l.Group(o.PlatformAuthorize).Middleware(page),
-		"platformToken":     l.Group(o.PlatformToken).Middleware(token),
-		"oauth":             l.Group(o.OAuth).Middleware(page),
-		"notices":           l.Group(o.Notices).Middleware(apiError),
+	return &rateLimits{groups: map[RateLimitGroup]func(http.Handler) http.Handler{
+		LimitLaunch:            l.Group(o.Launch).Middleware(page),
+		LimitRegister:          l.Group(o.Register).Middleware(page),
+		LimitPlatformAuthorize: l.Group(o.PlatformAuthorize).Middleware(page),
+		LimitPlatformToken:     l.Group(o.PlatformToken).Middleware(token),
+		LimitOAuth:             l.Group(o.OAuth).Middleware(page),
+		LimitNotices:           l.Group(o.Notices).Middleware(apiError),
 	}}
 }
 
@@ -62,10 +42,14 @@ func rateLimitedError(secs int) *httpapi.Error {
 		"Too many requests from this network address; try again in "+strconv.Itoa(secs)+" s.")
 }
 
-// wrap limits h when route is one of the limited routes.
-func (l *rateLimits) wrap(route string, h http.Handler) http.Handler {
-	if group, ok := rateLimited[route]; ok {
-		return l.groups[group](h)
+// wrap holds h to the limit of group ("" for none).
+func (l *rateLimits) wrap(group RateLimitGroup, h http.Handler) http.Handler {
+	if group == "" {
+		return h
 	}
-	return h
+	limit, ok := l.groups[group]
+	if !ok {
+		panic("route table: no rate-limit group " + string(group))
+	}
+	return limit(h)
 }

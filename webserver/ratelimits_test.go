@@ -14,17 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ltiop/ltiop/webserver"
+	"github.com/ltiop/ltiop/webserver/handlers/admin"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/stores/ratelimit"
 )
-
-// unauthenticated is the route set issue #13 §5 names: exactly these are rate-limited.
-var unauthenticated = map[string]bool{
-	"GET /lti/login": true, "POST /lti/login": true, "POST /lti/launch": true, "POST /lti/launch/complete": true,
-	"GET /lti/register": true, "GET /lti/register/{token}": true, "GET /lti/platform/authorize": true, "POST /lti/platform/authorize": true,
-	"POST /lti/platform/token": true, "GET /oauth/start/{platformId}": true, "GET /oauth/callback": true,
-	"POST /lti/notices/{platformId}": true,
-}
 
 type testClock struct {
 	mu sync.Mutex
@@ -56,29 +49,33 @@ func request(h http.Handler, method, path, remote string, header ...string) *htt
 	return w
 }
 
-// Walks every route of the server: with a burst of one, the second request from an
-// address is refused on exactly the unauthenticated routes, and nowhere else.
+// Walks every route of the route table: with a burst of one, the second request from an
+// address is refused on exactly the routes the table puts in a rate-limit group (issue #13
+// §5: the routes anyone can reach; TestRouteTableLimitsEveryOpenRoute holds the table to
+// that), and nowhere else.
 func TestRateLimitedRouteSet(t *testing.T) {
 	one := ratelimit.Limit{Rate: 1, Burst: 1}
 	clock := &testClock{t: time.Unix(1_700_000_000, 0)}
 	srv := webserver.New(webserver.Options{MaxBodyBytes: 1 << 20, RateLimits: webserver.RateLimits{
 		Launch: one, Register: one, PlatformAuthorize: one, PlatformToken: one, OAuth: one, Notices: one, Now: clock.now,
-	}}, webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.NotFoundHandler(), KeySet: http.NotFoundHandler()})
-	seen := map[string]bool{}
+	}}, webserver.Handlers{APIKey: httpapi.NewAPIKey("s", "k"), Keys: http.NotFoundHandler(), KeySet: http.NotFoundHandler(),
+		Tools: &admin.Tools{}, ToolDynReg: &admin.ToolDynReg{}})
+	groups := map[webserver.RateLimitGroup]bool{}
 	for i, rt := range srv.Routes() {
 		route := rt.Method + " " + rt.Path
-		seen[route] = true
 		path := strings.NewReplacer("{platformId}", "p1", "{id}", "x1", "{token}", "t1").Replace(rt.Path)
 		remote := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}).String() + ":4000" // its own address: groups share buckets
 		request(srv.Handler(), rt.Method, path, remote)
 		second := request(srv.Handler(), rt.Method, path, remote)
-		if limited := second.Code == http.StatusTooManyRequests; limited != unauthenticated[route] {
-			t.Errorf("%s: second request %d; rate-limited %v, want %v", route, second.Code, limited, unauthenticated[route])
+		if limited, want := second.Code == http.StatusTooManyRequests, rt.RateLimit != ""; limited != want {
+			t.Errorf("%s: second request %d; rate-limited %v, want %v (group %q)", route, second.Code, limited, want, rt.RateLimit)
 		}
+		groups[rt.RateLimit] = true
 	}
-	for route := range unauthenticated {
-		if !seen[route] {
-			t.Errorf("%s is not a route of the server", route)
+	for _, g := range []webserver.RateLimitGroup{webserver.LimitLaunch, webserver.LimitRegister, webserver.LimitPlatformAuthorize,
+		webserver.LimitPlatformToken, webserver.LimitOAuth, webserver.LimitNotices} {
+		if !groups[g] {
+			t.Errorf("no route of the table is in rate-limit group %s", g)
 		}
 	}
 }

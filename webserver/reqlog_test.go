@@ -35,7 +35,7 @@ func TestRequestLogger(t *testing.T) {
 	base := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{})
 	base = logr.New(countingSink{base.GetSink(), &withValues}).WithName("http")
 
-	h := observe(base, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(base, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/log" {
 			log.FromContext(r.Context()).WithName("tool").WithValues("step", "launch").Info("refused", "code", "X")
 		}
@@ -56,7 +56,7 @@ func TestRequestLogger(t *testing.T) {
 }
 
 func BenchmarkObserve(b *testing.B) {
-	h := observe(log.Log.WithName("http"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	h := observe(log.Log.WithName("http"), nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	r := httptest.NewRequest("GET", "/lti/login", nil)
 	b.ReportAllocs()
 	for b.Loop() {

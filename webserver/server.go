@@ -15,7 +15,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/handlers/admin"
 	"github.com/ltiop/ltiop/webserver/handlers/oauthbroker"
 	"github.com/ltiop/ltiop/webserver/handlers/onboarding"
@@ -40,15 +39,15 @@ type Options struct {
 }
 
 // RateLimits are the per-client-IP limits of the routes anyone can reach without a
-// credential, by group (the routes of a group share a client's bucket). A zero Limit
-// turns its group off.
+// credential, by group (Route.RateLimit names a route's group in the route table; the
+// routes of a group share a client's bucket). A zero Limit turns its group off.
 type RateLimits struct {
-	Launch            ratelimit.Limit // /lti/login, /lti/launch, /lti/launch/complete
-	Register          ratelimit.Limit // /lti/register, /lti/register/{token}
-	PlatformAuthorize ratelimit.Limit // /lti/platform/authorize
-	PlatformToken     ratelimit.Limit // /lti/platform/token
-	OAuth             ratelimit.Limit // /oauth/start/{platformId}, /oauth/callback
-	Notices           ratelimit.Limit // /lti/notices/{platformId}
+	Launch            ratelimit.Limit // LimitLaunch: the launch flow
+	Register          ratelimit.Limit // LimitRegister: dynamic registration, both ways
+	PlatformAuthorize ratelimit.Limit // LimitPlatformAuthorize: platform mode's OIDC authorization
+	PlatformToken     ratelimit.Limit // LimitPlatformToken: platform mode's token endpoint
+	OAuth             ratelimit.Limit // LimitOAuth: the OAuth broker's browser steps
+	Notices           ratelimit.Limit // LimitNotices: platform notices
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
 	// MaxClients bounds the buckets kept (ratelimit.DefaultMaxClients when 0).
@@ -62,6 +61,7 @@ type RateLimits struct {
 type Server struct {
 	opts    Options
 	handler http.Handler
+	mux     *http.ServeMux
 	routes  []Route
 	ready   []ReadinessCheck
 
@@ -69,12 +69,6 @@ type Server struct {
 	addrOnce     sync.Once
 	listening    chan struct{}
 	addr         string
-}
-
-// Route is one endpoint. Every route must appear in the OpenAPI document (a test checks).
-type Route struct {
-	Method, Path string
-	Handler      http.Handler
 }
 
 // ReadinessCheck is one thing /readyz waits for: while Ready answers false, /readyz is 503
@@ -113,121 +107,23 @@ type Handlers struct {
 // New builds the server; /readyz answers ready once every check in ready is.
 func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 	s := &Server{opts: opts, ready: ready, listening: make(chan struct{})}
-	platforms := d.Platforms
-	bearer := func(f http.HandlerFunc) http.Handler { return d.APIKey.RequireBearer(f) }
-	tool := d.Tool
 	limits := newRateLimits(opts.RateLimits, d.Platform)
-
-	s.routes = []Route{
-		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
-		{"GET", "/livez", http.HandlerFunc(s.healthz)},
-		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
-		{"GET", "/api/openapi.json", http.HandlerFunc(serveOpenAPI)},
-		{"GET", paths.Keys, d.Keys},
-		{"GET", paths.KeySet("{id}"), d.KeySet},
-		{"GET", paths.Login, http.HandlerFunc(tool.Login)},
-		{"POST", paths.Login, http.HandlerFunc(tool.Login)},
-		{"POST", paths.Launch, http.HandlerFunc(tool.Launch)},
-		{"POST", paths.LaunchComplete, http.HandlerFunc(tool.LaunchComplete)},
-		{"GET", "/api/idtoken", tool.RequireLtik(http.HandlerFunc(tool.IDToken))},
-		{"GET", "/api/memberships", tool.RequireService(http.HandlerFunc(tool.Memberships))},
-		{"GET", "/api/lineitems", tool.RequireService(http.HandlerFunc(tool.LineItems))},
-		{"POST", "/api/lineitems", tool.RequireService(http.HandlerFunc(tool.CreateLineItem))},
-		{"GET", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.GetLineItem))},
-		{"PUT", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.UpdateLineItem))},
-		{"DELETE", "/api/lineitems/{id}", tool.RequireService(http.HandlerFunc(tool.DeleteLineItem))},
-		{"POST", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.PostScore))},
-		{"GET", "/api/lineitems/{id}/scores", tool.RequireService(http.HandlerFunc(tool.Scores))},
-		{"GET", "/api/groups", tool.RequireService(http.HandlerFunc(tool.Groups))},
-		{"GET", "/api/groupsets", tool.RequireService(http.HandlerFunc(tool.GroupSets))},
-		{"GET", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.ReadOutcome))},
-		{"PUT", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.ReplaceOutcome))},
-		{"POST", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.ReplaceOutcome))},
-		{"DELETE", "/api/outcomes", tool.RequireService(http.HandlerFunc(tool.DeleteOutcome))},
-		{"POST", "/api/deeplinking/form", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingForm))},
-		{"POST", "/api/deeplinking", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
-		{"POST", "/api/deeplinking/message", tool.RequireLtik(http.HandlerFunc(tool.DeepLinkingMessage))},
-		{"GET", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.NoticeHandlers))},
-		{"PUT", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.SetNoticeHandler))},
-		{"DELETE", "/api/notices/handlers", tool.RequireService(http.HandlerFunc(tool.DeleteNoticeHandler))},
-		{"POST", paths.Notices, http.HandlerFunc(tool.Notices)},
-		{"GET", paths.Register, http.HandlerFunc(d.Onboarding.Register)},
-		{"GET", paths.RegisterWithToken, http.HandlerFunc(d.Onboarding.RegisterWithToken)},
-		{"GET", paths.CanvasConfiguration, http.HandlerFunc(d.Onboarding.CanvasConfiguration)},
-		{"GET", "/api/registrations/{id}", bearer(d.Onboarding.Get)},
-		{"POST", "/api/registrations/{id}/complete", bearer(d.Onboarding.Complete)},
-		{"GET", "/oauth/start/{platformId}", http.HandlerFunc(d.OAuth.Start)},
-		{"GET", "/oauth/callback", http.HandlerFunc(d.OAuth.Callback)},
-		{"POST", "/api/oauth/access-token/{platformId}", bearer(d.OAuth.AccessToken)},
-		{"POST", "/api/oauth/access-token/{platformId}/refresh", bearer(d.OAuth.Refresh)},
-		{"GET", paths.PlatformJWKS, http.HandlerFunc(d.Platform.JWKS)},
-		{"GET", paths.PlatformAuthorize, http.HandlerFunc(d.Platform.Authorize)},
-		{"POST", paths.PlatformAuthorize, http.HandlerFunc(d.Platform.Authorize)},
-		{"POST", paths.PlatformToken, http.HandlerFunc(d.Platform.Token)},
-		{"POST", paths.PlatformDeepLinkingReturn, http.HandlerFunc(d.Platform.DeepLinkingReturn)},
-		{"POST", "/api/launches", bearer(d.Platform.CreateLaunch)},
-		{"POST", "/api/launches/idtoken", bearer(d.Platform.AnswerLaunch)},
-		{"POST", "/api/launches/content-items", bearer(d.Platform.ContentItems)},
-		{"POST", "/api/tokens/introspect", bearer(d.Platform.Introspect)},
-		{"GET", paths.PlatformServices + "/memberships", http.HandlerFunc(d.Platform.Memberships)},
-		{"GET", paths.PlatformServices + "/lineitems", http.HandlerFunc(d.Platform.LineItems)},
-		{"POST", paths.PlatformServices + "/lineitems", http.HandlerFunc(d.Platform.CreateLineItem)},
-		{"GET", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.GetLineItem)},
-		{"PUT", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.UpdateLineItem)},
-		{"DELETE", paths.PlatformServices + "/lineitems/{lineItem}", http.HandlerFunc(d.Platform.DeleteLineItem)},
-		{"POST", paths.PlatformServices + "/lineitems/{lineItem}/scores", http.HandlerFunc(d.Platform.PostScore)},
-		{"GET", paths.PlatformServices + "/lineitems/{lineItem}/results", http.HandlerFunc(d.Platform.Results)},
+	s.routes = s.routeTable(d)
+	s.mux = http.NewServeMux()
+	secretPaths := map[string]bool{}
+	for _, rt := range s.routes {
+		pattern := rt.Method + " " + rt.Path
+		s.mux.Handle(pattern, rt.handler(d, limits))
+		if rt.SecretPath {
+			secretPaths[pattern] = true
+		}
 	}
-	s.routes = append(s.routes, assetProcessorRoutes(tool)...)
-	// The {id} of the platforms API is a platform id: the request log line names it.
-	platform := func(f http.HandlerFunc) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			httpapi.NotePlatform(r.Context(), r.PathValue("id"))
-			bearer(f).ServeHTTP(w, r)
-		})
-	}
-	for _, prefix := range []string{"/api/platforms", "/admin/platforms"} {
-		s.routes = append(s.routes,
-			Route{"GET", prefix, bearer(platforms.List)},
-			Route{"POST", prefix, bearer(platforms.Create)},
-			Route{"GET", prefix + "/{id}", platform(platforms.Get)},
-			Route{"PUT", prefix + "/{id}", platform(platforms.Update)},
-			Route{"DELETE", prefix + "/{id}", platform(platforms.Delete)},
-			Route{"POST", prefix + "/{id}/activate", platform(platforms.Activate)},
-			Route{"POST", prefix + "/{id}/deactivate", platform(platforms.Deactivate)},
-			Route{"POST", prefix + "/{id}/check", platform(platforms.Check)},
-		)
-	}
-	if t := d.Tools; t != nil {
-		s.routes = append(s.routes,
-			Route{"GET", "/api/tools", bearer(t.List)},
-			Route{"POST", "/api/tools", bearer(t.Create)},
-			Route{"GET", "/api/tools/{id}", bearer(t.Get)},
-			Route{"PUT", "/api/tools/{id}", bearer(t.Update)},
-			Route{"DELETE", "/api/tools/{id}", bearer(t.Delete)},
-			Route{"POST", "/api/tools/{id}/activate", bearer(t.Activate)},
-			Route{"POST", "/api/tools/{id}/deactivate", bearer(t.Deactivate)},
-		)
-	}
-	if dr := d.ToolDynReg; dr != nil {
-		s.routes = append(s.routes,
-			Route{"POST", "/api/tools/registrations", bearer(dr.Start)},
-			Route{"GET", paths.PlatformOpenIDConfiguration, http.HandlerFunc(dr.Configuration)},
-			Route{"POST", paths.PlatformRegister, http.HandlerFunc(dr.Register)},
-			Route{"GET", paths.PlatformRegistrationPage, http.HandlerFunc(dr.Page)},
-		)
-	}
-	mux := http.NewServeMux()
-	for i, rt := range s.routes {
-		rt.Handler = limits.wrap(rt.Method+" "+rt.Path, rt.Handler)
-		s.routes[i] = rt
-		mux.Handle(rt.Method+" "+rt.Path, rt.Handler)
-	}
-	s.handler = observe(log.Log.WithName("http"), httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(mux)))
+	s.handler = observe(log.Log.WithName("http"), secretPaths, httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(s.mux)))
 	return s
 }
 
-// Routes lists the served endpoints.
+// Routes is the route table: every served endpoint, its handler as the table names it
+// (before the credential check and the rate limit).
 func (s *Server) Routes() []Route { return s.routes }
 
 // Handler is the whole HTTP handler, middleware included.
