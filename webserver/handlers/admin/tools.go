@@ -2,7 +2,7 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +23,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
+	"github.com/ltiop/ltiop/webserver/stores/writes"
 )
 
 // Codes of the tools API (the platform-mode API answers the same for an unknown tool).
@@ -34,7 +34,7 @@ const (
 
 // Tools serves /api/tools, the platform-mode twin of /api/platforms: the ToolRegistrations
 // of ltiop's namespace. Reads come from the tool registry; writes go to the API server
-// under FieldManager.
+// through webserver/stores/writes.
 type Tools struct {
 	Registry  *registry.Tools
 	Client    client.Client
@@ -221,15 +221,9 @@ func (h *Tools) Update(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, e)
 		return
 	}
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": string(current.UID)},
-		{"op": "replace", "path": "/spec", "value": spec},
+	h.write(w, r, current, func(ctx context.Context, reg *ltiv1.ToolRegistration) error {
+		return writes.ReplaceToolSpec(ctx, h.Client, reg, spec)
 	})
-	if err != nil {
-		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The update could not be encoded."))
-		return
-	}
-	h.write(w, r, current, client.RawPatch(types.JSONPatchType, patch))
 }
 
 // Delete answers DELETE /api/tools/{id}: 204.
@@ -240,9 +234,7 @@ func (h *Tools) Delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Delete(ctx, reg, client.Preconditions{UID: &t.UID}); err != nil {
+	if err := writes.Delete(r.Context(), h.Client, reg); err != nil {
 		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
 		return
 	}
@@ -264,16 +256,19 @@ func (h *Tools) setActive(w http.ResponseWriter, r *http.Request, active bool) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	h.write(w, r, t, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"active":%t}}`, t.UID, active)))
+	h.write(w, r, t, func(ctx context.Context, reg *ltiv1.ToolRegistration) error {
+		return writes.SetActive(ctx, h.Client, reg, active)
+	})
 }
 
 // write patches the registration of t and answers the tool once the registry shows the
 // written generation.
-func (h *Tools) write(w http.ResponseWriter, r *http.Request, t *registry.Tool, patch client.Patch) {
+func (h *Tools) write(w http.ResponseWriter, r *http.Request, t *registry.Tool, patch func(context.Context, *ltiv1.ToolRegistration) error) {
 	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Patch(ctx, reg, patch, client.FieldOwner(FieldManager)); err != nil {
+	if err := patch(r.Context(), reg); errors.Is(err, writes.ErrEncoding) {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The update could not be encoded."))
+		return
+	} else if err != nil {
 		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
 		return
 	}
@@ -409,5 +404,5 @@ func toolAPIServerError(ctx context.Context, err error) *httpapi.Error {
 	case apierrors.IsConflict(err), apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test operation"):
 		return httpapi.Errorf(http.StatusConflict, httpapi.CodeConflict, "The tool was changed meanwhile; read it and try again.")
 	}
-	return APIServerError(ctx, err)
+	return writes.APIServerError(ctx, err)
 }
