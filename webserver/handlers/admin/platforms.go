@@ -155,14 +155,7 @@ func (h *Platforms) writeList(w http.ResponseWriter, platforms []*registry.Platf
 }
 
 // Get answers GET /api/platforms/{id}.
-func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) {
-	p, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
-}
+func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) { h.registrations().get(w, r) }
 
 // Check answers POST /api/platforms/{id}/check: it fetches the registration's key set and
 // calls its endpoints now, and says what it found.
@@ -253,41 +246,29 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 }
 
 // Delete answers DELETE /api/platforms/{id}. The key Secret goes with the registration.
-func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) {
-	p, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
-	if err := writes.Delete(r.Context(), h.Client, reg); err != nil {
-		httpapi.WriteError(w, writes.APIServerError(r.Context(), err))
-		return
-	}
-	log.FromContext(r.Context()).Info("platform registration deleted", "platform", p.ID)
-	// Wait (bounded) so that a list right after the 204 no longer shows it.
-	h.await(r.Context(), reg, func(q *registry.Platform) bool { return q == nil })
-	w.WriteHeader(http.StatusNoContent)
-}
+func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) { h.registrations().delete(w, r) }
 
 // Activate answers POST /api/platforms/{id}/activate.
-func (h *Platforms) Activate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, true) }
+func (h *Platforms) Activate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, true)
+}
 
 // Deactivate answers POST /api/platforms/{id}/deactivate.
-func (h *Platforms) Deactivate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, false) }
+func (h *Platforms) Deactivate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, false)
+}
 
-func (h *Platforms) setActive(w http.ResponseWriter, r *http.Request, active bool) {
-	p, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
-	if err := writes.SetActive(r.Context(), h.Client, reg, active); err != nil {
-		httpapi.WriteError(w, writes.APIServerError(r.Context(), err))
-		return
-	}
-	h.respondAfterWrite(w, r, p.ID, reg.Generation)
+// registrations is what the platform handlers share with the tool handlers.
+func (h *Platforms) registrations() *registrations[registry.Platform] {
+	return &registrations[registry.Platform]{noun: "platform", client: h.Client, find: h.find,
+		show: func(p *registry.Platform) any { return toAPI(p) },
+		object: func(p *registry.Platform) client.Object {
+			return &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
+		},
+		apiError: writes.APIServerError, waitFor: h.Registry.WaitFor, keyWait: h.KeyWait,
+		written: func(w http.ResponseWriter, r *http.Request, p *registry.Platform, obj client.Object) {
+			h.respondAfterWrite(w, r, p.ID, obj.GetGeneration())
+		}}
 }
 
 // retryAfterUnsettled is the Retry-After (seconds) of a write answered when KeyWait

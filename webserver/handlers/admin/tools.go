@@ -153,14 +153,7 @@ func (h *Tools) find(r *http.Request) (*registry.Tool, *httpapi.Error) {
 }
 
 // Get answers GET /api/tools/{id}.
-func (h *Tools) Get(w http.ResponseWriter, r *http.Request) {
-	t, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, toolToAPI(t))
-}
+func (h *Tools) Get(w http.ResponseWriter, r *http.Request) { h.registrations().get(w, r) }
 
 // Create answers POST /api/tools: 201 with the tool (and Location).
 func (h *Tools) Create(w http.ResponseWriter, r *http.Request) {
@@ -221,57 +214,48 @@ func (h *Tools) Update(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, e)
 		return
 	}
-	h.write(w, r, current, func(ctx context.Context, reg *ltiv1.ToolRegistration) error {
-		return writes.ReplaceToolSpec(ctx, h.Client, reg, spec)
-	})
-}
-
-// Delete answers DELETE /api/tools/{id}: 204.
-func (h *Tools) Delete(w http.ResponseWriter, r *http.Request) {
-	t, herr := h.find(r)
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
-	if err := writes.Delete(r.Context(), h.Client, reg); err != nil {
-		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
-		return
-	}
-	log.FromContext(r.Context()).Info("tool registration deleted", "tool", t.ID)
-	h.await(r.Context(), t.ID, func(q *registry.Tool) bool { return q == nil || q.UID != t.UID })
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// Activate answers POST /api/tools/{id}/activate.
-func (h *Tools) Activate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, true) }
-
-// Deactivate answers POST /api/tools/{id}/deactivate: launches, deep-linking responses,
-// access tokens and service calls of the tool are refused until it is activated again.
-func (h *Tools) Deactivate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, false) }
-
-func (h *Tools) setActive(w http.ResponseWriter, r *http.Request, active bool) {
-	t, herr := h.find(r)
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	h.write(w, r, t, func(ctx context.Context, reg *ltiv1.ToolRegistration) error {
-		return writes.SetActive(ctx, h.Client, reg, active)
-	})
-}
-
-// write patches the registration of t and answers the tool once the registry shows the
-// written generation.
-func (h *Tools) write(w http.ResponseWriter, r *http.Request, t *registry.Tool, patch func(context.Context, *ltiv1.ToolRegistration) error) {
-	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
-	if err := patch(r.Context(), reg); errors.Is(err, writes.ErrEncoding) {
+	reg := toolObject(current)
+	if err := writes.ReplaceToolSpec(r.Context(), h.Client, reg, spec); errors.Is(err, writes.ErrEncoding) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The update could not be encoded."))
 		return
 	} else if err != nil {
 		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
 		return
 	}
+	h.written(w, r, current, reg)
+}
+
+// Delete answers DELETE /api/tools/{id}: 204.
+func (h *Tools) Delete(w http.ResponseWriter, r *http.Request) { h.registrations().delete(w, r) }
+
+// Activate answers POST /api/tools/{id}/activate.
+func (h *Tools) Activate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, true)
+}
+
+// Deactivate answers POST /api/tools/{id}/deactivate: launches, deep-linking responses,
+// access tokens and service calls of the tool are refused until it is activated again.
+func (h *Tools) Deactivate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, false)
+}
+
+// registrations is what the tool handlers share with the platform handlers.
+func (h *Tools) registrations() *registrations[registry.Tool] {
+	return &registrations[registry.Tool]{noun: "tool", client: h.Client, find: h.find,
+		show:     func(t *registry.Tool) any { return toolToAPI(t) },
+		object:   func(t *registry.Tool) client.Object { return toolObject(t) },
+		apiError: toolAPIServerError, waitFor: h.Registry.WaitFor, keyWait: h.KeyWait, written: h.written}
+}
+
+// toolObject names the registration of t (namespace, name and UID), to write it.
+func toolObject(t *registry.Tool) *ltiv1.ToolRegistration {
+	return &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
+}
+
+// written answers a write of the registration of t once the registry shows the written
+// generation; obj is the API server's answer to the write.
+func (h *Tools) written(w http.ResponseWriter, r *http.Request, t *registry.Tool, obj client.Object) {
+	reg := obj.(*ltiv1.ToolRegistration)
 	got := h.await(r.Context(), t.ID, func(q *registry.Tool) bool { return q != nil && q.UID == t.UID && q.Generation >= reg.Generation })
 	if got == nil || got.UID != t.UID || got.Generation < reg.Generation {
 		if reg.Name == "" { // the patch answered nothing readable
