@@ -95,8 +95,7 @@ type registrationGrant struct {
 // Start answers POST /api/tools/registrations (Bearer).
 func (d *ToolDynReg) Start(w http.ResponseWriter, r *http.Request) {
 	var req StartRequest
-	if e := httpapi.DecodeJSON(r, &req); e != nil {
-		httpapi.WriteError(w, e)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if err := urls.Check(req.InitiationURL, d.Tools.DevMode); err != nil {

@@ -158,8 +158,7 @@ func (h *Tools) Get(w http.ResponseWriter, r *http.Request) { h.registrations().
 // Create answers POST /api/tools: 201 with the tool (and Location).
 func (h *Tools) Create(w http.ResponseWriter, r *http.Request) {
 	var req ToolRequest
-	if err := httpapi.DecodeJSON(r, &req); err != nil {
-		httpapi.WriteError(w, err)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	spec, herr := h.validate(&req, nil)
@@ -197,8 +196,7 @@ func (h *Tools) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ToolRequest
-	if err := httpapi.DecodeJSON(r, &req); err != nil {
-		httpapi.WriteError(w, err)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if req.ID != nil && *req.ID != current.ID {
