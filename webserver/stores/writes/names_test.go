@@ -27,7 +27,7 @@ func TestNewRegistrationName(t *testing.T) {
 			t.Errorf("%q: %q is not a valid name: %v", issuer, name, msgs)
 		}
 	}
-	if NewRegistrationName("https://a.example") == NewRegistrationName("https://a.example") {
+	if a, b := NewRegistrationName("https://a.example"), NewRegistrationName("https://a.example"); a == b {
 		t.Error("two names for one issuer are equal")
 	}
 }
