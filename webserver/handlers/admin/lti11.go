@@ -1,17 +1,11 @@
 package admin
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
-	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
 
 // PlatformLTI11 is a registration's LTI 1.1 credentials as the API shows and takes them:
@@ -73,24 +67,4 @@ func lti11FromRequest(req *PlatformLTI11, spec *ltiv1.PlatformRegistrationSpec, 
 	}
 	spec.LTI11 = &ltiv1.LTI11Credentials{ConsumerKey: req.ConsumerKey,
 		SharedSecret: ltiv1.SecretKeyRef{Name: req.SharedSecret.Name, Key: req.SharedSecret.Key}}
-}
-
-func lti11Apply(spec *ltiv1.PlatformRegistrationSpec, specMap map[string]any) {
-	if spec.LTI11 == nil {
-		return
-	}
-	specMap["lti11"] = map[string]any{"consumerKey": spec.LTI11.ConsumerKey,
-		"sharedSecret": map[string]any{"name": spec.LTI11.SharedSecret.Name, "key": spec.LTI11.SharedSecret.SecretKey()}}
-}
-
-// removeLTI11 clears spec.lti11 when a PUT asked for it (an empty consumerKey): a
-// server-side apply that omits the field removes it only where the API's manager applied
-// it, not where kubectl or a create set it. A merge patch with the registration's UID as
-// precondition clears it whoever set it.
-func removeLTI11(ctx context.Context, c client.Client, current *registry.Platform) error {
-	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: current.Namespace, Name: current.ID}}
-	patch := []byte(`{"metadata":{"uid":"` + string(current.UID) + `"},"spec":{"lti11":null}}`)
-	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	return c.Patch(ctx, reg, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
 }

@@ -1,26 +1,18 @@
 // Package admin serves the Bearer-authenticated management API: /api/platforms (also
-// answered under /admin/platforms). Reads come from the registry; writes go to the API
-// server under the field manager "ltiop-api", so they never fight the controller.
+// answered under /admin/platforms) and /api/tools. Reads come from the registry; writes go
+// to the API server through webserver/stores/writes, under the field manager "ltiop-api"
+// (writes.ManagerAPI), so they never fight the controller.
 package admin
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -31,13 +23,8 @@ import (
 	"github.com/ltiop/ltiop/webserver/stores/platformcheck"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
+	"github.com/ltiop/ltiop/webserver/stores/writes"
 )
-
-// FieldManager owns the fields the API writes.
-const FieldManager = "ltiop-api"
-
-// apiCallTimeout bounds each call to the API server made for a request.
-const apiCallTimeout = 10 * time.Second
 
 // Platforms serves the platforms API.
 type Platforms struct {
@@ -55,61 +42,6 @@ type Platforms struct {
 	PublicURL string
 	// Checker runs POST /api/platforms/{id}/check.
 	Checker *platformcheck.Checker
-}
-
-// Platform is a registration as the API shows it (service interface §2.5).
-type Platform struct {
-	ID                     string     `json:"id"`
-	URL                    string     `json:"url"`
-	ClientID               string     `json:"clientId"`
-	Name                   string     `json:"name"`
-	AuthenticationEndpoint string     `json:"authenticationEndpoint"`
-	AccesstokenEndpoint    string     `json:"accesstokenEndpoint"`
-	AuthConfig             AuthConfig `json:"authConfig"`
-	PublicKey              string     `json:"publicKey"`
-	Active                 bool       `json:"active"`
-	// LTI11 is the registration's LTI 1.1 consumer key and secret reference (lti11.go).
-	LTI11 *PlatformLTI11 `json:"lti11,omitempty"`
-}
-
-// AuthConfig is the platform key: method JWK_SET, JWK_KEY or RSA_KEY, and the key.
-type AuthConfig struct {
-	Key    string `json:"key"`
-	Method string `json:"method"`
-}
-
-// PlatformRequest is the body of POST and PUT. The §4.4 fields are required; the others
-// are ltiop extensions and keep their current value (or default) when omitted.
-type PlatformRequest struct {
-	URL                    *string     `json:"url"`
-	ClientID               *string     `json:"clientId"`
-	Name                   *string     `json:"name"`
-	AuthenticationEndpoint *string     `json:"authenticationEndpoint"`
-	AccesstokenEndpoint    *string     `json:"accesstokenEndpoint"`
-	AuthConfig             *AuthConfig `json:"authConfig"`
-	AuthorizationServer    *string     `json:"authorizationServer,omitempty"`
-	DeploymentIDs          []string    `json:"deploymentIds,omitempty"`
-	Active                 *bool       `json:"active,omitempty"`
-	// LTI11 sets the LTI 1.1 credentials (lti11.go).
-	LTI11 *PlatformLTI11 `json:"lti11,omitempty"`
-}
-
-func toAPI(p *registry.Platform) Platform {
-	out := Platform{
-		ID:                     p.ID,
-		URL:                    string(p.Spec.URL),
-		ClientID:               p.Spec.ClientID,
-		Name:                   p.Spec.Name,
-		AuthenticationEndpoint: string(p.Spec.AuthenticationEndpoint),
-		AccesstokenEndpoint:    string(p.Spec.AccesstokenEndpoint),
-		AuthConfig:             AuthConfig{Key: p.Spec.AuthConfig.Key, Method: string(p.Spec.AuthConfig.Method)},
-		Active:                 p.Spec.IsActive(),
-	}
-	if p.Key != nil {
-		out.PublicKey = p.PublicKeyPEM()
-	}
-	out.LTI11 = lti11ToAPI(&p.Spec)
-	return out
 }
 
 // List answers GET /api/platforms, filtered by the query parameters id, url and clientId,
@@ -134,45 +66,8 @@ func (h *Platforms) List(w http.ResponseWriter, r *http.Request) {
 	h.writeList(w, found, next)
 }
 
-// writeList streams {"platforms":[...]} (with "next" when given), one platform at a
-// time: the same bytes httpapi.WriteJSON would write, without holding the whole body and
-// a copy of every platform in memory (an unpaged list of 10,000 is megabytes).
-func (h *Platforms) writeList(w http.ResponseWriter, platforms []*registry.Platform, next string) {
-	httpapi.StartJSON(w, http.StatusOK)
-	bw := bufio.NewWriterSize(w, 32<<10)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // as httpapi.WriteJSON
-	encode := func(v any) []byte {
-		buf.Reset()
-		_ = enc.Encode(v) // strings and bools: cannot fail
-		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	}
-	_, _ = bw.WriteString(`{"platforms":[`)
-	for i, p := range platforms {
-		if i > 0 {
-			_ = bw.WriteByte(',')
-		}
-		_, _ = bw.Write(encode(toAPI(p)))
-	}
-	_ = bw.WriteByte(']')
-	if next != "" {
-		_, _ = bw.WriteString(`,"next":`)
-		_, _ = bw.Write(encode(next))
-	}
-	_ = bw.WriteByte('}')
-	_ = bw.Flush()
-}
-
 // Get answers GET /api/platforms/{id}.
-func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) {
-	p, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, toAPI(p))
-}
+func (h *Platforms) Get(w http.ResponseWriter, r *http.Request) { h.registrations().get(w, r) }
 
 // Check answers POST /api/platforms/{id}/check: it fetches the registration's key set and
 // calls its endpoints now, and says what it found.
@@ -189,8 +84,7 @@ func (h *Platforms) Check(w http.ResponseWriter, r *http.Request) {
 // time for its key, so the response carries publicKey.
 func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 	var req PlatformRequest
-	if err := httpapi.DecodeJSON(r, &req); err != nil {
-		httpapi.WriteError(w, err)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	spec, err := h.validate(&req, nil)
@@ -206,9 +100,9 @@ func (h *Platforms) Create(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	reg, createErr := CreateRegistration(r.Context(), h.Client, h.Namespace, "", spec, FieldManager, nil)
+	reg, createErr := writes.CreateRegistration(r.Context(), h.Client, h.Namespace, "", spec, writes.ManagerAPI, nil)
 	if createErr != nil {
-		httpapi.WriteError(w, APIServerError(r.Context(), createErr))
+		httpapi.WriteError(w, writes.APIServerError(r.Context(), createErr))
 		return
 	}
 	log.FromContext(r.Context()).Info("platform registration created", "platform", reg.Name, "url", reg.Spec.URL, "clientId", reg.Spec.ClientID)
@@ -229,8 +123,7 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req UpdateRequest
-	if err := httpapi.DecodeJSON(r, &req); err != nil {
-		httpapi.WriteError(w, err)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if err := req.checkReadOnly(current); err != nil {
@@ -250,59 +143,42 @@ func (h *Platforms) Update(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, herr)
 		return
 	}
-	generation, applyErr := ApplySpec(r.Context(), h.Client, current, spec, FieldManager)
-	if applyErr == nil && spec.LTI11 == nil && current.Spec.LTI11 != nil { // lti11.go
-		applyErr = removeLTI11(r.Context(), h.Client, current)
+	generation, applyErr := writes.ApplySpec(r.Context(), h.Client, current, spec, writes.ManagerAPI)
+	if applyErr == nil && spec.LTI11 == nil && current.Spec.LTI11 != nil {
+		applyErr = writes.RemoveLTI11(r.Context(), h.Client, current)
 		generation++
 	}
 	if applyErr != nil {
-		httpapi.WriteError(w, APIServerError(r.Context(), applyErr))
+		httpapi.WriteError(w, writes.APIServerError(r.Context(), applyErr))
 		return
 	}
 	h.respondAfterWrite(w, r, current.ID, generation)
 }
 
 // Delete answers DELETE /api/platforms/{id}. The key Secret goes with the registration.
-func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) {
-	p, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Delete(ctx, reg, client.Preconditions{UID: &p.UID}); err != nil {
-		httpapi.WriteError(w, APIServerError(r.Context(), err))
-		return
-	}
-	log.FromContext(r.Context()).Info("platform registration deleted", "platform", p.ID)
-	// Wait (bounded) so that a list right after the 204 no longer shows it.
-	h.await(r.Context(), reg, func(q *registry.Platform) bool { return q == nil })
-	w.WriteHeader(http.StatusNoContent)
-}
+func (h *Platforms) Delete(w http.ResponseWriter, r *http.Request) { h.registrations().delete(w, r) }
 
 // Activate answers POST /api/platforms/{id}/activate.
-func (h *Platforms) Activate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, true) }
+func (h *Platforms) Activate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, true)
+}
 
 // Deactivate answers POST /api/platforms/{id}/deactivate.
-func (h *Platforms) Deactivate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, false) }
+func (h *Platforms) Deactivate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, false)
+}
 
-func (h *Platforms) setActive(w http.ResponseWriter, r *http.Request, active bool) {
-	p, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
-	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"active":%t}}`, p.UID, active)
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Patch(ctx, reg, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
-		httpapi.WriteError(w, APIServerError(r.Context(), err))
-		return
-	}
-	h.respondAfterWrite(w, r, p.ID, reg.Generation)
+// registrations is what the platform handlers share with the tool handlers.
+func (h *Platforms) registrations() *registrations[registry.Platform] {
+	return &registrations[registry.Platform]{noun: "platform", client: h.Client, find: h.find,
+		show: func(p *registry.Platform) any { return toAPI(p) },
+		object: func(p *registry.Platform) client.Object {
+			return &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.ID, UID: p.UID}}
+		},
+		apiError: writes.APIServerError, waitFor: h.Registry.WaitFor, keyWait: h.KeyWait,
+		written: func(w http.ResponseWriter, r *http.Request, p *registry.Platform, obj client.Object) {
+			h.respondAfterWrite(w, r, p.ID, obj.GetGeneration())
+		}}
 }
 
 // retryAfterUnsettled is the Retry-After (seconds) of a write answered when KeyWait
@@ -436,124 +312,6 @@ func (h *Platforms) validate(req *PlatformRequest, current *registry.Platform) (
 		return nil, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, strings.Join(problems, "; ")+".")
 	}
 	return spec, nil
-}
-
-// CreateRegistration creates a registration under the given field manager, with the given
-// labels (nil for none), named name, or when name is empty with a name the API server
-// generates from the issuer's host.
-func CreateRegistration(ctx context.Context, c client.Client, namespace, name string, spec *ltiv1.PlatformRegistrationSpec, manager string, labels map[string]string) (*ltiv1.PlatformRegistration, error) {
-	reg := &ltiv1.PlatformRegistration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec:       *spec,
-	}
-	if name == "" {
-		reg.GenerateName = namePrefix(string(spec.URL))
-	}
-	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	return reg, c.Create(ctx, reg, client.FieldOwner(manager))
-}
-
-// ApplySpec replaces the spec fields the API manages by server-side apply under manager
-// (forcing ownership: the caller is the authority for them), with a UID precondition. It
-// returns the new generation.
-func ApplySpec(ctx context.Context, c client.Client, current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec, manager string) (int64, error) {
-	obj := applyConfiguration(current, spec)
-	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(manager), client.ForceOwnership); err != nil {
-		return 0, err
-	}
-	return obj.GetGeneration(), nil
-}
-
-// applyConfiguration is the server-side apply body: identity, a UID precondition, and
-// every spec field the API manages.
-func applyConfiguration(current *registry.Platform, spec *ltiv1.PlatformRegistrationSpec) *unstructured.Unstructured {
-	specMap := map[string]any{
-		"url":                    string(spec.URL),
-		"clientId":               spec.ClientID,
-		"name":                   spec.Name,
-		"authenticationEndpoint": string(spec.AuthenticationEndpoint),
-		"accesstokenEndpoint":    string(spec.AccesstokenEndpoint),
-		"authConfig":             map[string]any{"method": string(spec.AuthConfig.Method), "key": spec.AuthConfig.Key},
-		"active":                 spec.IsActive(),
-	}
-	if spec.AuthorizationServer != "" {
-		specMap["authorizationServer"] = spec.AuthorizationServer
-	}
-	if len(spec.DeploymentIDs) > 0 {
-		ids := make([]any, len(spec.DeploymentIDs))
-		for i, d := range spec.DeploymentIDs {
-			ids[i] = d
-		}
-		specMap["deploymentIds"] = ids
-	}
-	lti11Apply(spec, specMap)
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": ltiv1.GroupVersion.String(),
-		"kind":       "PlatformRegistration",
-		"metadata":   map[string]any{"name": current.ID, "namespace": current.Namespace, "uid": string(current.UID)},
-		"spec":       specMap,
-	}}
-	return obj
-}
-
-// APIServerError turns an API-server failure into an API error without leaking internals.
-func APIServerError(ctx context.Context, err error) *httpapi.Error {
-	var status apierrors.APIStatus
-	switch {
-	case apierrors.IsNotFound(err):
-		return httpapi.Errorf(http.StatusNotFound, httpapi.CodePlatformNotFound, "The platform does not exist (any more).")
-	case apierrors.IsInvalid(err) && errors.As(err, &status):
-		var msgs []string
-		if d := status.Status().Details; d != nil {
-			for _, c := range d.Causes {
-				msgs = append(msgs, strings.TrimPrefix(c.Field, "spec.")+": "+c.Message)
-			}
-		}
-		if len(msgs) == 0 {
-			msgs = append(msgs, status.Status().Message)
-		}
-		return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidParameters, strings.Join(msgs, "; ")+".")
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return httpapi.Errorf(http.StatusConflict, httpapi.CodeConflict, "The platform was changed meanwhile; read it and try again.")
-	default:
-		log.FromContext(ctx).Error(err, "API server call failed")
-		return httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeAPIServerUnavailable, "The Kubernetes API server could not be reached; try again.")
-	}
-}
-
-var nameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
-
-// NewRegistrationName picks the name of a registration not created yet, for when it must be
-// known first (dynamic registration sends its key-set URL before the platform answers):
-// the issuer's host, as the API server would generate it, and ten random characters, so
-// a collision is as unlikely as a guess.
-func NewRegistrationName(issuer string) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // the API server's generateName alphabet
-	suffix := make([]byte, 10)
-	for i := range suffix {
-		suffix[i] = alphabet[rand.IntN(len(alphabet))] //nolint:gosec // G404: a name suffix that must not collide, not a secret
-	}
-	return namePrefix(issuer) + string(suffix)
-}
-
-// namePrefix makes a readable, DNS-safe generateName from the issuer's host:
-// https://canvas.instructure.com -> "canvas-instructure-com-".
-func namePrefix(issuer string) string {
-	host := ""
-	if u, err := url.Parse(issuer); err == nil {
-		host = u.Hostname()
-	}
-	prefix := strings.Trim(nameUnsafe.ReplaceAllString(strings.ToLower(host), "-"), "-")
-	if len(prefix) > 40 {
-		prefix = strings.TrimRight(prefix[:40], "-")
-	}
-	if prefix == "" || prefix[0] < 'a' {
-		prefix = "platform-" + prefix
-	}
-	return strings.TrimRight(prefix, "-") + "-"
 }
 
 // authConfigFrom checks the key of a platform or tool request (method and key, the key

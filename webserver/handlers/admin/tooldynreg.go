@@ -13,7 +13,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
@@ -21,6 +20,7 @@ import (
 	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
+	"github.com/ltiop/ltiop/webserver/stores/writes"
 )
 
 // ToolDynReg is LTI Dynamic Registration 1.0 with ltiop as the platform: the integrator
@@ -95,8 +95,7 @@ type registrationGrant struct {
 // Start answers POST /api/tools/registrations (Bearer).
 func (d *ToolDynReg) Start(w http.ResponseWriter, r *http.Request) {
 	var req StartRequest
-	if e := httpapi.DecodeJSON(r, &req); e != nil {
-		httpapi.WriteError(w, e)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if err := urls.Check(req.InitiationURL, d.Tools.DevMode); err != nil {
@@ -409,14 +408,8 @@ func (h *Tools) create(ctx context.Context, spec *ltiv1.ToolRegistrationSpec, na
 	if e := h.duplicate(spec, ""); e != nil {
 		return nil, e
 	}
-	reg := &ltiv1.ToolRegistration{Spec: *spec}
-	reg.Namespace, reg.Name = h.Namespace, name
-	if name == "" {
-		reg.GenerateName = "tool-"
-	}
-	cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Create(cctx, reg, client.FieldOwner(FieldManager)); err != nil {
+	reg, err := writes.CreateTool(ctx, h.Client, h.Namespace, name, spec)
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, httpapi.Errorf(http.StatusConflict, CodeToolExists, "A tool with the ID "+reg.Name+" exists.")
 		}

@@ -2,7 +2,7 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +23,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
+	"github.com/ltiop/ltiop/webserver/stores/writes"
 )
 
 // Codes of the tools API (the platform-mode API answers the same for an unknown tool).
@@ -34,7 +34,7 @@ const (
 
 // Tools serves /api/tools, the platform-mode twin of /api/platforms: the ToolRegistrations
 // of ltiop's namespace. Reads come from the tool registry; writes go to the API server
-// under FieldManager.
+// through webserver/stores/writes.
 type Tools struct {
 	Registry  *registry.Tools
 	Client    client.Client
@@ -153,20 +153,12 @@ func (h *Tools) find(r *http.Request) (*registry.Tool, *httpapi.Error) {
 }
 
 // Get answers GET /api/tools/{id}.
-func (h *Tools) Get(w http.ResponseWriter, r *http.Request) {
-	t, err := h.find(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, toolToAPI(t))
-}
+func (h *Tools) Get(w http.ResponseWriter, r *http.Request) { h.registrations().get(w, r) }
 
 // Create answers POST /api/tools: 201 with the tool (and Location).
 func (h *Tools) Create(w http.ResponseWriter, r *http.Request) {
 	var req ToolRequest
-	if err := httpapi.DecodeJSON(r, &req); err != nil {
-		httpapi.WriteError(w, err)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	spec, herr := h.validate(&req, nil)
@@ -204,8 +196,7 @@ func (h *Tools) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ToolRequest
-	if err := httpapi.DecodeJSON(r, &req); err != nil {
-		httpapi.WriteError(w, err)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if req.ID != nil && *req.ID != current.ID {
@@ -221,62 +212,48 @@ func (h *Tools) Update(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, e)
 		return
 	}
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": string(current.UID)},
-		{"op": "replace", "path": "/spec", "value": spec},
-	})
-	if err != nil {
+	reg := toolObject(current)
+	if err := writes.ReplaceToolSpec(r.Context(), h.Client, reg, spec); errors.Is(err, writes.ErrEncoding) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The update could not be encoded."))
 		return
+	} else if err != nil {
+		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
+		return
 	}
-	h.write(w, r, current, client.RawPatch(types.JSONPatchType, patch))
+	h.written(w, r, current, reg)
 }
 
 // Delete answers DELETE /api/tools/{id}: 204.
-func (h *Tools) Delete(w http.ResponseWriter, r *http.Request) {
-	t, herr := h.find(r)
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Delete(ctx, reg, client.Preconditions{UID: &t.UID}); err != nil {
-		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
-		return
-	}
-	log.FromContext(r.Context()).Info("tool registration deleted", "tool", t.ID)
-	h.await(r.Context(), t.ID, func(q *registry.Tool) bool { return q == nil || q.UID != t.UID })
-	w.WriteHeader(http.StatusNoContent)
-}
+func (h *Tools) Delete(w http.ResponseWriter, r *http.Request) { h.registrations().delete(w, r) }
 
 // Activate answers POST /api/tools/{id}/activate.
-func (h *Tools) Activate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, true) }
+func (h *Tools) Activate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, true)
+}
 
 // Deactivate answers POST /api/tools/{id}/deactivate: launches, deep-linking responses,
 // access tokens and service calls of the tool are refused until it is activated again.
-func (h *Tools) Deactivate(w http.ResponseWriter, r *http.Request) { h.setActive(w, r, false) }
-
-func (h *Tools) setActive(w http.ResponseWriter, r *http.Request, active bool) {
-	t, herr := h.find(r)
-	if herr != nil {
-		httpapi.WriteError(w, herr)
-		return
-	}
-	h.write(w, r, t, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"active":%t}}`, t.UID, active)))
+func (h *Tools) Deactivate(w http.ResponseWriter, r *http.Request) {
+	h.registrations().setActive(w, r, false)
 }
 
-// write patches the registration of t and answers the tool once the registry shows the
-// written generation.
-func (h *Tools) write(w http.ResponseWriter, r *http.Request, t *registry.Tool, patch client.Patch) {
-	reg := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
-	ctx, cancel := context.WithTimeout(r.Context(), apiCallTimeout)
-	defer cancel()
-	if err := h.Client.Patch(ctx, reg, patch, client.FieldOwner(FieldManager)); err != nil {
-		httpapi.WriteError(w, toolAPIServerError(r.Context(), err))
-		return
-	}
+// registrations is what the tool handlers share with the platform handlers.
+func (h *Tools) registrations() *registrations[registry.Tool] {
+	return &registrations[registry.Tool]{noun: "tool", client: h.Client, find: h.find,
+		show:     func(t *registry.Tool) any { return toolToAPI(t) },
+		object:   func(t *registry.Tool) client.Object { return toolObject(t) },
+		apiError: toolAPIServerError, waitFor: h.Registry.WaitFor, keyWait: h.KeyWait, written: h.written}
+}
+
+// toolObject names the registration of t (namespace, name and UID), to write it.
+func toolObject(t *registry.Tool) *ltiv1.ToolRegistration {
+	return &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.ID, UID: t.UID}}
+}
+
+// written answers a write of the registration of t once the registry shows the written
+// generation; obj is the API server's answer to the write.
+func (h *Tools) written(w http.ResponseWriter, r *http.Request, t *registry.Tool, obj client.Object) {
+	reg := obj.(*ltiv1.ToolRegistration)
 	got := h.await(r.Context(), t.ID, func(q *registry.Tool) bool { return q != nil && q.UID == t.UID && q.Generation >= reg.Generation })
 	if got == nil || got.UID != t.UID || got.Generation < reg.Generation {
 		if reg.Name == "" { // the patch answered nothing readable
@@ -409,5 +386,5 @@ func toolAPIServerError(ctx context.Context, err error) *httpapi.Error {
 	case apierrors.IsConflict(err), apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test operation"):
 		return httpapi.Errorf(http.StatusConflict, httpapi.CodeConflict, "The tool was changed meanwhile; read it and try again.")
 	}
-	return APIServerError(ctx, err)
+	return writes.APIServerError(ctx, err)
 }

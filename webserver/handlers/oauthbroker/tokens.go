@@ -49,8 +49,7 @@ func (b *Broker) AccessToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req AccessTokenRequest
-	if herr := httpapi.DecodeJSON(r, &req); herr != nil {
-		httpapi.WriteError(w, herr)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if req.Code == "" {
@@ -106,8 +105,7 @@ func (b *Broker) Refresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req RefreshRequest
-	if herr := httpapi.DecodeJSON(r, &req); herr != nil {
-		httpapi.WriteError(w, herr)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if req.RefreshToken == "" {

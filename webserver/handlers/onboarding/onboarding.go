@@ -15,9 +15,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -26,16 +23,10 @@ import (
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/clients/dynreg"
-	"github.com/ltiop/ltiop/webserver/handlers/admin"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
-)
-
-// Field managers of the writes made here.
-const (
-	registrationManager = "ltiop-registration"
-	launchManager       = "ltiop-launch"
+	"github.com/ltiop/ltiop/webserver/stores/writes"
 )
 
 // pendingTTL bounds how long a registration may wait for the integrator's approval.
@@ -185,7 +176,7 @@ func (o *Onboarding) register(w http.ResponseWriter, r *http.Request) {
 // The platform is told the registration's own key-set URL, so the registration's name is
 // picked before the platform answers with the client_id.
 func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, token, name string, active bool, messages []MessageChoice) (string, *httpapi.Error) {
-	keySetID := admin.NewRegistrationName(pc.Issuer)
+	keySetID := writes.NewRegistrationName(pc.Issuer)
 	types, placements := messageTypes(messages)
 	reg := dynreg.BuildRegistration(o.opts.Tool, pc, types, keySetID)
 	dynreg.SetPlacements(reg, placements)
@@ -224,20 +215,20 @@ func (o *Onboarding) upsert(ctx context.Context, pc *dynreg.PlatformConfig, reg 
 	if current != nil {
 		spec.Active = ptr.To(current.Spec.IsActive() || active) // re-registering never deactivates
 		spec.DeploymentIDs = current.Spec.DeploymentIDs
-		if _, err := admin.ApplySpec(ctx, o.writer, current, spec, registrationManager); err != nil {
-			return "", admin.APIServerError(ctx, err)
+		if _, err := writes.ApplySpec(ctx, o.writer, current, spec, writes.ManagerRegistration); err != nil {
+			return "", writes.APIServerError(ctx, err)
 		}
 		if err := o.keepKeySetAlias(ctx, current, keySetID); err != nil {
-			return "", admin.APIServerError(ctx, err)
+			return "", writes.APIServerError(ctx, err)
 		}
 		id = current.ID
 	} else {
 		// Labelled: asked for without a credential, it gets no key until activated and
 		// expires if never activated (controllers/pendingregistration.go).
-		created, err := admin.CreateRegistration(ctx, o.writer, o.opts.Namespace, keySetID, spec, registrationManager,
+		created, err := writes.CreateRegistration(ctx, o.writer, o.opts.Namespace, keySetID, spec, writes.ManagerRegistration,
 			map[string]string{ltiv1.LabelOrigin: ltiv1.OriginDynamicRegistration})
 		if err != nil {
-			return "", admin.APIServerError(ctx, err)
+			return "", writes.APIServerError(ctx, err)
 		}
 		id = created.Name
 	}
@@ -255,12 +246,7 @@ func (o *Onboarding) keepKeySetAlias(ctx context.Context, current *registry.Plat
 	if keySetID == current.ID || keySetID == current.KeySetAlias {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": string(current.UID), "annotations": map[string]string{ltiv1.AnnotationKeySetAlias: keySetID}}})
-	reg := &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: current.Namespace, Name: current.ID}}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return o.writer.Patch(ctx, reg, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(registrationManager))
+	return writes.SetKeySetAlias(ctx, o.writer, current, keySetID)
 }
 
 func defaultName(pc *dynreg.PlatformConfig) string {
@@ -307,20 +293,7 @@ func (o *Onboarding) recordDeployments(ctx context.Context, id, deploymentID str
 		}
 	}
 	slices.Sort(seen)
-	list := make([]any, len(seen))
-	for i, d := range seen {
-		list[i] = d
-	}
-	meta := map[string]any{"name": id, "namespace": o.opts.Namespace}
-	if uid != "" {
-		meta["uid"] = uid
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": ltiv1.GroupVersion.String(), "kind": "PlatformRegistration",
-		"metadata": meta, "status": map[string]any{"deploymentIds": list},
-	}}
-	return o.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(launchManager), client.ForceOwnership)
+	return writes.RecordDeployments(ctx, o.writer, o.opts.Namespace, id, uid, seen)
 }
 
 // registrationError maps a dynamic-registration failure to the envelope. The answer names

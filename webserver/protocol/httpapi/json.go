@@ -35,6 +35,16 @@ func DecodeJSON(r *http.Request, v any) *Error {
 	return nil
 }
 
+// ReadJSON is DecodeJSON for a handler: it reads the body into v, or answers the error and
+// returns false.
+func ReadJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if herr := DecodeJSON(r, v); herr != nil {
+		WriteError(w, herr)
+		return false
+	}
+	return true
+}
+
 func decodeError(err error) *Error {
 	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError

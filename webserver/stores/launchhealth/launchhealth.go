@@ -24,6 +24,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
+	"github.com/ltiop/ltiop/webserver/stores/writes"
 )
 
 // DefaultInterval is how often a replica writes what it saw.
@@ -34,9 +35,6 @@ const DefaultEventInterval = 10 * time.Minute
 
 // ReasonLaunchRefused is the reason of the Events on refused launches.
 const ReasonLaunchRefused = "LaunchRefused"
-
-// fieldManager owns status.launchHealth.
-const fieldManager = "ltiop-launch-health"
 
 // Options configure a Recorder.
 type Options struct {
@@ -221,7 +219,7 @@ func (r *Recorder) flush(ctx context.Context, name string, e *entry) error {
 	if err != nil {
 		return err
 	}
-	return r.opts.Writer.Status().Patch(ctx, reg, client.RawPatch(types.MergePatchType, body), client.FieldOwner(fieldManager))
+	return writes.MergePatchStatus(ctx, r.opts.Writer, reg, body, writes.ManagerLaunchHealth)
 }
 
 // newer is the merge patch of status.launchHealth moving cur forward to what this replica
