@@ -4,7 +4,8 @@
 // signature against ltiop's key set, nonce, max age, claims), then uses ltijs's own service
 // clients against the URLs of the launch: NRPS (every page, following Link: rel="next"),
 // AGS line items (list, create, get, update, delete), scores and results. The launch answers a
-// JSON report of each step, which the Go test (test/e2e/ltijs_test.go) checks.
+// JSON report of each step, which the Go test (test/e2e/ltijs_test.go) checks. A
+// deep-linking launch answers ltijs's own LtiDeepLinkingResponse form.
 //
 // Environment: LTIJS_PORT, LTIJS_URL (its public base URL), LTIJS_KEY (ltijs's
 // encryption key), PGHOST, PGPORT, PGDATABASE, PGUSER (ltijs-sequelize on PostgreSQL).
@@ -94,6 +95,15 @@ lti.onConnect(async (token, req, res) => {
     }))
   }
   return res.send(report)
+})
+
+// Deep linking: ltijs's own signed LtiDeepLinkingResponse, posted back to ltiop's return URL.
+lti.onDeepLinking(async (token, req, res) => {
+  const items = [
+    { type: 'ltiResourceLink', title: 'ltijs quiz 2', url: base + '/', custom: { quiz: '2' } },
+    { type: 'link', title: 'ltijs documentation', url: 'https://cvmcosta.github.io/ltijs/' }
+  ]
+  return res.send(await lti.DeepLinking.createDeepLinkingForm(token, items, { message: 'Added by ltijs' }))
 })
 
 lti.deploy({ port, silent: true }).then(() => {

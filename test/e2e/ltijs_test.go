@@ -43,7 +43,7 @@ import (
 // LTIOP_REQUIRE_LTIJS is set (.ci/run sets it and installs them). hack/realtools/ltijs.sh
 // runs this spec alone and prints ltijs's report.
 var _ = Describe("ltijs, a real LTI tool, against platform mode", func() {
-	It("registers by dynamic registration, accepts ltiop's launch, reads the roster and writes grades through ltiop", func(ctx SpecContext) {
+	It("registers by dynamic registration, accepts ltiop's launches, reads the roster and writes grades through ltiop, returns deep links", func(ctx SpecContext) {
 		pg := realToolPrerequisites()
 		dir := filepath.Join(testenv.Root(), "hack", "realtools")
 		npmInstall(ctx, dir)
@@ -66,6 +66,7 @@ var _ = Describe("ltijs, a real LTI tool, against platform mode", func() {
 		DeferCleanup(integrator.Close)
 		d := startReplica(ns, restCfg, func(c *config.Config) {
 			c.PlatformLaunchURL = integrator.URL + "/launch"
+			c.PlatformDeepLinkingReturnURL = integrator.URL + "/content-items"
 			c.PlatformData.URL = dataSrv.URL + "/data"
 		})
 
@@ -176,6 +177,52 @@ var _ = Describe("ltijs, a real LTI tool, against platform mode", func() {
 		Expect(string(steps["ags.results"])).To(ContainSubstring(`"userId":"student-5"`))
 		Expect(string(steps["ags.lineitemsByTag"])).To(ContainSubstring(`"tag":"essay"`))
 		Expect(string(steps["ags.lineitemsByTag"])).NotTo(ContainSubstring(`"Quiz 1"`))
+
+		By("a deep-linking launch: ltijs answers its own signed LtiDeepLinkingResponse, which ltiop verifies")
+		created = callAt(d.Local, "POST", "/api/launches", map[string]any{"toolId": "ltijs", "user": "teacher-1",
+			"messageType": "LtiDeepLinkingRequest"}, bearer)
+		Expect(created.Status).To(Equal(201), string(created.Raw))
+		action, form, ok = lmssim.ParseAutoSubmit(created.JSON["form"].(string))
+		Expect(ok).To(BeTrue())
+		res, err = browser.PostForm(action, form)
+		Expect(err).NotTo(HaveOccurred())
+		body = readBody(res)
+		Expect(res.StatusCode).To(Equal(http.StatusFound), body)
+		toIntegrator, err = url.Parse(res.Header.Get("Location"))
+		Expect(err).NotTo(HaveOccurred())
+		multiple := true
+		answer = callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{
+			"payload": toIntegrator.Query().Get("payload"),
+			"user":    map[string]any{"roles": []string{"http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"}},
+			"context": map[string]any{"id": "course-1"},
+			"deepLinking": map[string]any{"acceptTypes": []string{"ltiResourceLink", "link"}, "acceptMultiple": &multiple,
+				"acceptPresentationDocumentTargets": []string{"iframe", "window"}, "data": "week-2"},
+		}, bearer)
+		Expect(answer.Status).To(Equal(200), string(answer.Raw))
+		action, form, ok = lmssim.ParseAutoSubmit(answer.JSON["form"].(string))
+		Expect(ok).To(BeTrue())
+		res, err = browser.PostForm(action, form) // ltijs validates and answers its form to ltiop
+		Expect(err).NotTo(HaveOccurred())
+		body = readBody(res)
+		Expect(res.StatusCode).To(Equal(200), body)
+		action, form, ok = lmssim.ParseAutoSubmit(body)
+		Expect(ok).To(BeTrue(), body)
+		Expect(action).To(HavePrefix(d.URL + "/lti/platform/"))
+		res, err = browser.PostForm(action, form) // ltiop verifies it and sends the browser to the integrator
+		Expect(err).NotTo(HaveOccurred())
+		body = readBody(res)
+		Expect(res.StatusCode).To(Equal(http.StatusSeeOther), body)
+		toIntegrator, err = url.Parse(res.Header.Get("Location"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toIntegrator.Path).To(Equal("/content-items"))
+		items := callAt(d.Local, "POST", "/api/launches/content-items", map[string]string{"payload": toIntegrator.Query().Get("payload")}, bearer)
+		Expect(items.Status).To(Equal(200), string(items.Raw))
+		Expect(items.JSON["toolId"]).To(Equal("ltijs"))
+		Expect(items.JSON["msg"]).To(Equal("Added by ltijs"))
+		Expect(items.JSON["contentItems"]).To(HaveLen(2))
+		first := items.JSON["contentItems"].([]any)[0].(map[string]any)
+		Expect(first).To(HaveKeyWithValue("type", "ltiResourceLink"))
+		Expect(first).To(HaveKeyWithValue("title", "ltijs quiz 2"))
 
 		By("every operation of the data API was called, each for the launch's context")
 		ops := map[string]int{}
