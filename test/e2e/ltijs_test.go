@@ -338,10 +338,12 @@ func startPostgres(ctx context.Context, pg postgresBin) database {
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		Expect(err).NotTo(HaveOccurred(), "running as root, PostgreSQL needs a postgres user")
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
+		uid, err := strconv.ParseUint(u.Uid, 10, 32)
+		Expect(err).NotTo(HaveOccurred())
+		gid, err := strconv.ParseUint(u.Gid, 10, 32)
+		Expect(err).NotTo(HaveOccurred())
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		Expect(os.Chown(dir, uid, gid)).To(Succeed())
+		Expect(os.Chown(dir, int(uid), int(gid))).To(Succeed())
 	}
 	asOwner := func(cmd *exec.Cmd) *exec.Cmd {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}

@@ -116,7 +116,7 @@ func decodeMember(sc *jsonscan.Scanner, m *advantage.Member, roles []string) ([]
 	for sc.Object(); sc.NextMember(); {
 		k := sc.Key()
 		var dst *string
-		bit := -1
+		var bit int
 		switch k {
 		case "userId":
 			bit, dst = 0, &m.UserID
