@@ -155,6 +155,12 @@ func (c *Client) Call(ctx context.Context, base string, req *Request, out any) *
 		if out == nil {
 			return nil
 		}
+		if page, ok := out.(*MembersPage); ok { // the roster: a fast path for its plain shape
+			if decodeMembersPage(answer, page) {
+				return nil
+			}
+			*page = MembersPage{}
+		}
 		if err := json.Unmarshal(answer, out); err != nil {
 			return unavailable("The platform's data API answered something that is not the expected JSON.", err)
 		}

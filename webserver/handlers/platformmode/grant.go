@@ -88,9 +88,8 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop", error="invalid_token"`)
 		return httpapi.Errorf(http.StatusUnauthorized, code, desc)
 	}
-	raw, ok := p.verifyOwn(token, typAccessToken)
-	var c accessTokenClaims
-	if !ok || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || c.Audience != p.opts.Issuer {
+	c, ok := p.accessToken(token, now)
+	if !ok {
 		return nil, invalidToken(CodeInvalidAccessToken, "The access token is not one this platform issued.")
 	}
 	if !now.Before(time.Unix(c.ExpiresAt, 0)) {

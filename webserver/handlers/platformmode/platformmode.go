@@ -99,6 +99,8 @@ type Platform struct {
 	data *platformdata.Client
 	// tokenAudiences are the aud values a client assertion may carry (P-TOK-05).
 	tokenAudiences []string
+	// verified are the access tokens this replica verified (tokencache.go).
+	verified verifiedTokens
 }
 
 // New builds platform mode.
