@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // AGS 2.0 media types (conformance §4). The score type is v1, not v2 (T-AGS-03).
@@ -26,10 +28,10 @@ const maxFindPages = 20
 // Scopes that let a call through, most preferred first (the one asked for when the
 // launch's scopes are not known).
 var (
-	needLineItemRead  = []string{ScopeLineItemReadOnly, ScopeLineItem}
-	needLineItemWrite = []string{ScopeLineItem}
-	needScore         = []string{ScopeScore}
-	needResults       = []string{ScopeResultReadOnly}
+	needLineItemRead  = []string{ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeLineItem}
+	needLineItemWrite = []string{ltiwire.ScopeLineItem}
+	needScore         = []string{ltiwire.ScopeScore}
+	needResults       = []string{ltiwire.ScopeResultReadOnly}
 )
 
 // LineItem is an AGS line item (a gradebook column).

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -22,7 +24,7 @@ func agsSetup(t *testing.T) (*tokenServer, *agsServer, Credentials, *Client) {
 	ts := newTokenServer(t)
 	as := newAGSServer(t, ts)
 	cred := ts.cred()
-	cred.LaunchScopes = GrantedScopes([]string{ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore}, false)
+	cred.LaunchScopes = GrantedScopes([]string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore}, false)
 	cred.ServiceURLs = []string{as.ContainerURL()}
 	return ts, as, cred, newTestClient(nil)
 }
@@ -125,7 +127,7 @@ func TestAGS(t *testing.T) {
 
 	t.Run("T-AGS-02 a scope the launch did not grant fails before any request", func(t *testing.T) {
 		ts, as, cred, c := agsSetup(t)
-		cred.LaunchScopes = []string{ScopeLineItemReadOnly, ScopeResultReadOnly}
+		cred.LaunchScopes = []string{ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeResultReadOnly}
 		id := as.add(map[string]any{"label": "Quiz", "scoreMaximum": 10})
 		checks := map[string]error{
 			"score":  c.PostScore(ctx, cred, id, Score{UserID: "u", ActivityProgress: "Completed", GradingProgress: "FullyGraded"}),

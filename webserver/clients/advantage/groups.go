@@ -3,6 +3,8 @@ package advantage
 import (
 	"context"
 	"fmt"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // Course Groups Service 1.0 media types (the groups and group sets containers).
@@ -17,7 +19,7 @@ const (
 	opGroupSets = "group sets"
 )
 
-var needGroups = []string{ScopeGroupReadOnly}
+var needGroups = []string{ltiwire.ScopeGroupReadOnly}
 
 // GroupsQuery selects one page of a context's groups.
 type GroupsQuery struct {

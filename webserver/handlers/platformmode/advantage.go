@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/clients/platformdata"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
@@ -73,11 +74,11 @@ type resultJSON struct {
 
 // Scopes each operation accepts (P-NRPS-03, P-AGS-02).
 var (
-	acceptMemberships  = []string{advantage.ScopeMembershipReadOnly}
-	acceptLineItemRead = []string{advantage.ScopeLineItem, advantage.ScopeLineItemReadOnly}
-	acceptLineItemEdit = []string{advantage.ScopeLineItem}
-	acceptScore        = []string{advantage.ScopeScore}
-	acceptResults      = []string{advantage.ScopeResultReadOnly}
+	acceptMemberships  = []string{ltiwire.ScopeMembershipReadOnly}
+	acceptLineItemRead = []string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly}
+	acceptLineItemEdit = []string{ltiwire.ScopeLineItem}
+	acceptScore        = []string{ltiwire.ScopeScore}
+	acceptResults      = []string{ltiwire.ScopeResultReadOnly}
 )
 
 // dataURL is the data API base of a tool: its own, or the installation's.

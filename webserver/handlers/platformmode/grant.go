@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
@@ -88,7 +89,7 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop", error="invalid_token"`)
 		return httpapi.Errorf(http.StatusUnauthorized, code, desc)
 	}
-	raw, ok := p.verifyOwn(token, typAccessToken)
+	raw, ok := p.verifyOwn(token, ltiwire.TypeAccessToken)
 	var c accessTokenClaims
 	if !ok || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || c.Audience != p.opts.Issuer {
 		return nil, invalidToken(CodeInvalidAccessToken, "The access token is not one this platform issued.")

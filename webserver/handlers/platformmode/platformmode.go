@@ -43,13 +43,6 @@ const (
 	maxOwnTokenBytes = 64 << 10
 )
 
-// JWT typ headers of what the platform key signs: one key, never one token for another.
-const (
-	typIDToken     = "JWT"
-	typAccessToken = "at+jwt" // RFC 9068
-	typDeepLinking = "ltiop-deeplinking+jwt"
-)
-
 // Stable error codes of the platform-mode API (details.message).
 const (
 	CodeToolNotFound       = "TOOL_NOT_FOUND"

@@ -16,19 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/keys"
 )
 
-// Common typ header values, whose signing options are built once per key.
-const (
-	// TypeJWT is the typ of id_tokens and of most JWTs (RFC 7519 §5.1).
-	TypeJWT = "JWT"
-	// TypeAccessToken is the typ of OAuth 2.0 access tokens in JWT form (RFC 9068 §2.1).
-	TypeAccessToken = "at+jwt"
-)
-
-var presetTypes = []string{TypeJWT, TypeAccessToken}
+// presetTypes are the common typ header values, whose signing options are built once per key.
+var presetTypes = []string{ltiwire.TypeJWT, ltiwire.TypeAccessToken}
 
 // Keyring signs with the newest key whose NotBefore has passed, and publishes every key it
 // holds. It is safe for concurrent use, and reads take no lock: Replace swaps the whole key
