@@ -132,8 +132,9 @@ func (p *Platform) ContentItems(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, invalid("payload", "required: the payload your return page received"))
 		return
 	}
-	raw, ok := p.verifyOwn(body.Payload, ltiwire.TypeDeepLinking)
+	raw, err := p.signer.Verify(body.Payload, ltiwire.TypeDeepLinking)
 	var res ContentItemsResult
+	ok := err == nil
 	if ok {
 		ok = json.Unmarshal(raw, &res) == nil && res.Issuer == p.opts.Issuer
 	}

@@ -89,9 +89,9 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop", error="invalid_token"`)
 		return httpapi.Errorf(http.StatusUnauthorized, code, desc)
 	}
-	raw, ok := p.verifyOwn(token, ltiwire.TypeAccessToken)
+	raw, err := p.signer.Verify(token, ltiwire.TypeAccessToken)
 	var c accessTokenClaims
-	if !ok || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || c.Audience != p.opts.Issuer {
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || c.Audience != p.opts.Issuer {
 		return nil, invalidToken(CodeInvalidAccessToken, "The access token is not one this platform issued.")
 	}
 	if !now.Before(time.Unix(c.ExpiresAt, 0)) {

@@ -268,8 +268,9 @@ func (p *Platform) openPayload(token string, now time.Time) (*ltiplatform.Payloa
 	if token == "" {
 		return nil, invalid("payload", "required: the payload your launch page received")
 	}
-	raw, ok := p.verifyOwn(token, ltiwire.TypeLaunchPayload)
+	raw, err := p.signer.Verify(token, ltiwire.TypeLaunchPayload)
 	var pl ltiplatform.Payload
+	ok := err == nil
 	if ok {
 		ok = json.Unmarshal(raw, &pl) == nil && pl.Issuer == p.opts.Issuer && pl.Audience == ltiplatform.PayloadAudience && pl.ID != ""
 	}

@@ -173,9 +173,9 @@ func (p *Platform) Introspect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Platform) introspect(token string) Introspection {
-	raw, ok := p.verifyOwn(token, ltiwire.TypeAccessToken)
+	raw, err := p.signer.Verify(token, ltiwire.TypeAccessToken)
 	var c accessTokenClaims
-	if !ok || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || !p.now().Before(time.Unix(c.ExpiresAt, 0)) {
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || !p.now().Before(time.Unix(c.ExpiresAt, 0)) {
 		return Introspection{}
 	}
 	if t := p.tools.Get(c.ToolID); !t.Usable() || t.ClientID != c.ClientID {
