@@ -47,3 +47,15 @@ const (
 	// authorization endpoint).
 	TypeLaunchPayload = "ltiop-launch+jwt"
 )
+
+// The scopes that let each NRPS and AGS operation through, the narrowest first: a tool that
+// does not know what its launch granted asks for the first; a platform accepts any of them
+// (AGS 2.0 §3.1, NRPS 2.0 §2.3). Callers must not modify them.
+var (
+	ScopesMemberships  = []string{ScopeMembershipReadOnly}
+	ScopesGroups       = []string{ScopeGroupReadOnly}
+	ScopesLineItemRead = []string{ScopeLineItemReadOnly, ScopeLineItem}
+	ScopesLineItemEdit = []string{ScopeLineItem}
+	ScopesScore        = []string{ScopeScore}
+	ScopesResults      = []string{ScopeResultReadOnly}
+)

@@ -19,8 +19,6 @@ const (
 	opGroupSets = "group sets"
 )
 
-var needGroups = []string{ltiwire.ScopeGroupReadOnly}
-
 // GroupsQuery selects one page of a context's groups.
 type GroupsQuery struct {
 	UserID string // user_id: only the groups this user belongs to
@@ -109,11 +107,11 @@ func (c *Client) groupsPage(ctx context.Context, cred Credentials, op, serviceUR
 	} else {
 		target = addQuery(serviceURL, kv...)
 	}
-	scopes, err := serviceScopes(op, &cred, needGroups...)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesGroups...)
 	if err != nil {
 		return "", err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, needGroups, target, mediaType, maxGroupsBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
+	body, res, err := c.get(ctx, cred, op, scopes, ltiwire.ScopesGroups, target, mediaType, maxGroupsBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return "", err
 	}

@@ -75,11 +75,11 @@ func (c *Client) Memberships(ctx context.Context, cred Credentials, membershipsU
 		}
 		target = addQuery(membershipsURL, "role", q.Role, "limit", limit, "rlid", q.ResourceLinkID)
 	}
-	scopes, err := serviceScopes(op, &cred, ltiwire.ScopeMembershipReadOnly)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesMemberships...)
 	if err != nil {
 		return nil, err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, []string{ltiwire.ScopeMembershipReadOnly}, target, MediaTypeMembershipContainer, maxNRPSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
+	body, res, err := c.get(ctx, cred, op, scopes, ltiwire.ScopesMemberships, target, MediaTypeMembershipContainer, maxNRPSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return nil, err
 	}

@@ -72,15 +72,6 @@ type resultJSON struct {
 	Timestamp     string   `json:"timestamp,omitempty"`
 }
 
-// Scopes each operation accepts (P-NRPS-03, P-AGS-02).
-var (
-	acceptMemberships  = []string{ltiwire.ScopeMembershipReadOnly}
-	acceptLineItemRead = []string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly}
-	acceptLineItemEdit = []string{ltiwire.ScopeLineItem}
-	acceptScore        = []string{ltiwire.ScopeScore}
-	acceptResults      = []string{ltiwire.ScopeResultReadOnly}
-)
-
 // dataURL is the data API base of a tool: its own, or the installation's.
 func (p *Platform) dataURL(c *call) string {
 	if u := string(c.tool.Spec.PlatformDataURL); u != "" {
@@ -170,7 +161,7 @@ func nextLink(w http.ResponseWriter, base string, q url.Values, next string) {
 // Memberships serves GET {root}/memberships: NRPS 2.0 context membership (P-NRPS).
 func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "memberships"
-	c, e := p.authorise(w, r, acceptMemberships...)
+	c, e := p.authorise(w, r, ltiwire.ScopesMemberships...)
 	if e != nil {
 		serviceError(w, endpoint, e)
 		return
@@ -230,7 +221,7 @@ func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 // LineItems serves GET {root}/lineitems: the line item container, filtered (P-AGS-04).
 func (p *Platform) LineItems(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
-	c, e := p.authorise(w, r, acceptLineItemRead...)
+	c, e := p.authorise(w, r, ltiwire.ScopesLineItemRead...)
 	if e != nil {
 		serviceError(w, endpoint, e)
 		return
@@ -305,7 +296,7 @@ func readLineItem(r *http.Request) (*advantage.LineItem, *httpapi.Error) {
 // CreateLineItem serves POST {root}/lineitems (P-AGS-05): 201 with the created item.
 func (p *Platform) CreateLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
-	c, e := p.authorise(w, r, acceptLineItemEdit...)
+	c, e := p.authorise(w, r, ltiwire.ScopesLineItemEdit...)
 	if e != nil {
 		serviceError(w, endpoint, e)
 		return
@@ -362,7 +353,7 @@ func (p *Platform) lineItemCall(w http.ResponseWriter, r *http.Request, endpoint
 
 // GetLineItem serves GET {root}/lineitems/{lineItem}.
 func (p *Platform) GetLineItem(w http.ResponseWriter, r *http.Request) {
-	c, req, ok := p.lineItemCall(w, r, "lineitem", platformdata.OpGetLineItem, acceptLineItemRead)
+	c, req, ok := p.lineItemCall(w, r, "lineitem", platformdata.OpGetLineItem, ltiwire.ScopesLineItemRead)
 	if ok {
 		p.lineItemAnswer(w, r, c, "lineitem", req, http.StatusOK)
 	}
@@ -372,7 +363,7 @@ func (p *Platform) GetLineItem(w http.ResponseWriter, r *http.Request) {
 // (AGS §3.2.6); the answer is the item as applied.
 func (p *Platform) UpdateLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitem"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpUpdateLineItem, acceptLineItemEdit)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpUpdateLineItem, ltiwire.ScopesLineItemEdit)
 	if !ok {
 		return
 	}
@@ -393,7 +384,7 @@ func (p *Platform) UpdateLineItem(w http.ResponseWriter, r *http.Request) {
 // DeleteLineItem serves DELETE {root}/lineitems/{lineItem}: 204.
 func (p *Platform) DeleteLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitem"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpDeleteLineItem, acceptLineItemEdit)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpDeleteLineItem, ltiwire.ScopesLineItemEdit)
 	if !ok {
 		return
 	}
@@ -413,7 +404,7 @@ type scoreAnswer struct {
 // PostScore serves POST {root}/lineitems/{lineItem}/scores (P-AGS-07).
 func (p *Platform) PostScore(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "scores"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpScore, acceptScore)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpScore, ltiwire.ScopesScore)
 	if !ok {
 		return
 	}
@@ -476,7 +467,7 @@ func decodeScore(body []byte) (*advantage.Score, *httpapi.Error) {
 // Results serves GET {root}/lineitems/{lineItem}/results (P-AGS-08).
 func (p *Platform) Results(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "results"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpResults, acceptResults)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpResults, ltiwire.ScopesResults)
 	if !ok {
 		return
 	}
