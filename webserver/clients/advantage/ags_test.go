@@ -611,3 +611,18 @@ func TestScoreJSON(t *testing.T) {
 		t.Fatalf("%s", out)
 	}
 }
+
+// ParseNumber is the one reading of numbers platforms write as strings (a line item's
+// scoreMaximum here, the scores platform mode is sent).
+func TestParseNumber(t *testing.T) {
+	for in, want := range map[string]float64{`85`: 85, `"85.00000"`: 85, `" 8.5 "`: 8.5, `null`: 0, `1e2`: 100} {
+		if got, err := ParseNumber([]byte(in)); err != nil || got != want {
+			t.Errorf("%s: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{`"ten"`, `""`, `true`, `{}`, `"1e400"`} {
+		if got, err := ParseNumber([]byte(in)); err == nil {
+			t.Errorf("%s: %v, want an error", in, got)
+		}
+	}
+}

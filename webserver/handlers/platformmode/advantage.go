@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
@@ -445,9 +444,8 @@ func decodeScore(body []byte) (*advantage.Score, *httpapi.Error) {
 		return nil, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidBody, "The body is not a JSON object.")
 	}
 	for _, k := range []string{"scoreGiven", "scoreMaximum"} {
-		var str string
-		if v, ok := raw[k]; ok && len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &str) == nil {
-			f, err := strconv.ParseFloat(strings.TrimSpace(str), 64)
+		if v, ok := raw[k]; ok && len(v) > 0 && v[0] == '"' {
+			f, err := advantage.ParseNumber(v)
 			if err != nil {
 				return nil, httpapi.Errorf(http.StatusBadRequest, CodeInvalidScore, k+": must be a number")
 			}
