@@ -64,8 +64,8 @@ type sealers struct {
 // ownedHeader is the key and purpose an encoded header of ours was made for.
 type ownedHeader struct{ kid, purpose string }
 
-// prepareSealers makes the sealers of a key set.
-func prepareSealers(keys []keyring.SealingKey) (*sealers, error) {
+// Prepare makes the sealers of a key set.
+func (sealingKeys) Prepare(keys []keyring.SealingKey) (*sealers, error) {
 	c, err := newContentCipher()
 	if err != nil {
 		return nil, err
