@@ -15,7 +15,7 @@ import (
 	"github.com/ltiop/ltiop/internal/keyring"
 )
 
-// Every token Seal makes is split without jwe.Parse (its header is one prepareSealers
+// Every token Seal makes is split without jwe.Parse (its header is one sealingKeys.Prepare
 // encoded), and opens; the split hands the decrypter exactly the parts of the token.
 func TestOwnTokensSplitWithoutParsing(t *testing.T) {
 	key := mustKey(t, t0, 0)
