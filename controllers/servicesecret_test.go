@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/app"
 	"github.com/ltiop/ltiop/controllers"
@@ -385,7 +386,7 @@ var _ = Describe("Service Secret controller", func() {
 			GinkgoHelper()
 			ring, err := signing.NewKeyring(keys)
 			Expect(err).NotTo(HaveOccurred())
-			tok, err := ring.SignAt(at, signing.TypeJWT, []byte(`{"iss":"https://lti.test.example"}`))
+			tok, err := ring.SignAt(at, ltiwire.TypeJWT, []byte(`{"iss":"https://lti.test.example"}`))
 			Expect(err).NotTo(HaveOccurred())
 			set, err := jwk.Parse(ring.JWKS())
 			Expect(err).NotTo(HaveOccurred())

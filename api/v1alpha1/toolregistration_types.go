@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // Scope is an LTI Advantage service scope a tool may be granted at the platform-mode token
@@ -9,13 +11,13 @@ import (
 // +kubebuilder:validation:Enum="https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly";"https://purl.imsglobal.org/spec/lti-ags/scope/lineitem";"https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly";"https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly";"https://purl.imsglobal.org/spec/lti-ags/scope/score"
 type Scope string
 
-// The scopes of NRPS and AGS.
+// The scopes of NRPS and AGS (the Enum above spells them again: markers take no constants).
 const (
-	ScopeNRPSMembership   Scope = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
-	ScopeAGSLineItem      Scope = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
-	ScopeAGSLineItemRead  Scope = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
-	ScopeAGSResultRead    Scope = "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly"
-	ScopeAGSScore         Scope = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+	ScopeNRPSMembership   Scope = ltiwire.ScopeMembershipReadOnly
+	ScopeAGSLineItem      Scope = ltiwire.ScopeLineItem
+	ScopeAGSLineItemRead  Scope = ltiwire.ScopeLineItemReadOnly
+	ScopeAGSResultRead    Scope = ltiwire.ScopeResultReadOnly
+	ScopeAGSScore         Scope = ltiwire.ScopeScore
 	DefaultToolDeployment       = "1"
 )
 

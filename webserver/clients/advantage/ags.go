@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // AGS 2.0 media types (conformance §4). The score type is v1, not v2 (T-AGS-03).
@@ -22,15 +24,6 @@ const (
 
 // maxFindPages bounds the pages FindOrCreateLineItem reads before creating.
 const maxFindPages = 20
-
-// Scopes that let a call through, most preferred first (the one asked for when the
-// launch's scopes are not known).
-var (
-	needLineItemRead  = []string{ScopeLineItemReadOnly, ScopeLineItem}
-	needLineItemWrite = []string{ScopeLineItem}
-	needScore         = []string{ScopeScore}
-	needResults       = []string{ScopeResultReadOnly}
-)
 
 // LineItem is an AGS line item (a gradebook column).
 type LineItem struct {
@@ -130,7 +123,7 @@ type LineItemsPage struct {
 // LineItems fetches one page of the line items of the container containerURL (the
 // launch's AGS lineitems URL).
 func (c *Client) LineItems(ctx context.Context, cred Credentials, containerURL string, q LineItemsQuery) (*LineItemsPage, error) {
-	return c.lineItems(ctx, cred, "lineitems", containerURL, q, needLineItemRead)
+	return c.lineItems(ctx, cred, "lineitems", containerURL, q, ltiwire.ScopesLineItemRead)
 }
 
 // lineItems is LineItems asking for need's scopes (write, when a write follows: one token).
@@ -194,12 +187,12 @@ func (c *Client) FindOrCreateLineItem(ctx context.Context, cred Credentials, con
 	if fe := ValidateLineItem(&item); fe != nil {
 		return nil, fe
 	}
-	if _, err := serviceScopes("find lineitem", &cred, needLineItemWrite...); err != nil {
+	if _, err := serviceScopes("find lineitem", &cred, ltiwire.ScopesLineItemEdit...); err != nil {
 		return nil, err // before any request: the create could not be sent anyway
 	}
 	q := LineItemsQuery{ResourceLinkID: item.ResourceLinkID, ResourceID: item.ResourceID, Tag: item.Tag}
 	for range maxFindPages {
-		page, err := c.lineItems(ctx, cred, "find lineitem", containerURL, q, needLineItemWrite)
+		page, err := c.lineItems(ctx, cred, "find lineitem", containerURL, q, ltiwire.ScopesLineItemEdit)
 		if err != nil {
 			return nil, err
 		}
@@ -225,7 +218,7 @@ func (c *Client) GetLineItem(ctx context.Context, cred Credentials, id string) (
 	if err := checkItemURL(op, &cred, id); err != nil {
 		return nil, err
 	}
-	return c.getLineItem(ctx, cred, op, id, needLineItemRead)
+	return c.getLineItem(ctx, cred, op, id, ltiwire.ScopesLineItemRead)
 }
 
 func (c *Client) getLineItem(ctx context.Context, cred Credentials, op, id string, need []string) (*LineItem, error) {
@@ -258,7 +251,7 @@ func (c *Client) UpdateLineItem(ctx context.Context, cred Credentials, id string
 	if fe := ValidateLineItem(&item); fe != nil {
 		return nil, fe
 	}
-	cur, err := c.getLineItem(ctx, cred, op, id, needLineItemWrite) // the update's scope: one token
+	cur, err := c.getLineItem(ctx, cred, op, id, ltiwire.ScopesLineItemEdit) // the update's scope: one token
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +273,7 @@ func (c *Client) UpdateLineItem(ctx context.Context, cred Credentials, id string
 // sendLineItem POSTs or PUTs item and returns the platform's answer (item itself, with
 // the Location header as id, when the answer has no body).
 func (c *Client) sendLineItem(ctx context.Context, cred Credentials, op, method, target string, item LineItem) (*LineItem, error) {
-	scopes, err := serviceScopes(op, &cred, needLineItemWrite...)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesLineItemEdit...)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +281,7 @@ func (c *Client) sendLineItem(ctx context.Context, cred Credentials, op, method,
 	if err != nil {
 		return nil, fmt.Errorf("advantage: %s: %w", op, err)
 	}
-	res, err := c.do(ctx, cred, op, scopes, needLineItemWrite, func(ctx context.Context) (*http.Request, error) {
+	res, err := c.do(ctx, cred, op, scopes, ltiwire.ScopesLineItemEdit, func(ctx context.Context) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(payload))
 		if err == nil {
 			req.Header.Set("Content-Type", MediaTypeLineItem)
@@ -330,11 +323,11 @@ func (c *Client) DeleteLineItem(ctx context.Context, cred Credentials, id string
 	if err := checkItemURL(op, &cred, id); err != nil {
 		return err
 	}
-	scopes, err := serviceScopes(op, &cred, needLineItemWrite...)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesLineItemEdit...)
 	if err != nil {
 		return err
 	}
-	res, err := c.do(ctx, cred, op, scopes, needLineItemWrite, func(ctx context.Context) (*http.Request, error) { //nolint:bodyclose // discard(res.Body) below drains and closes it
+	res, err := c.do(ctx, cred, op, scopes, ltiwire.ScopesLineItemEdit, func(ctx context.Context) (*http.Request, error) { //nolint:bodyclose // discard(res.Body) below drains and closes it
 		return http.NewRequestWithContext(ctx, http.MethodDelete, id, nil)
 	})
 	if err != nil {
@@ -414,7 +407,7 @@ func (c *Client) PostScore(ctx context.Context, cred Credentials, lineItemID str
 	if fe := ValidateScore(&s); fe != nil {
 		return fe
 	}
-	scopes, err := serviceScopes(op, &cred, needScore...)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesScore...)
 	if err != nil {
 		return err
 	}
@@ -427,7 +420,7 @@ func (c *Client) PostScore(ctx context.Context, cred Credentials, lineItemID str
 	if err != nil {
 		return fmt.Errorf("advantage: %s: %w", op, err)
 	}
-	res, err := c.do(ctx, cred, op, scopes, needScore, func(ctx context.Context) (*http.Request, error) { //nolint:bodyclose // discard(res.Body) below drains and closes it
+	res, err := c.do(ctx, cred, op, scopes, ltiwire.ScopesScore, func(ctx context.Context) (*http.Request, error) { //nolint:bodyclose // discard(res.Body) below drains and closes it
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 		if err == nil {
 			req.Header.Set("Content-Type", MediaTypeScore)
@@ -515,11 +508,11 @@ func (c *Client) Results(ctx context.Context, cred Credentials, lineItemID strin
 	} else {
 		target = addQuery(base, "user_id", q.UserID, "limit", itoa(q.Limit))
 	}
-	scopes, err := serviceScopes(op, &cred, needResults...)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesResults...)
 	if err != nil {
 		return nil, err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, needResults, target, MediaTypeResultContainer, maxAGSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
+	body, res, err := c.get(ctx, cred, op, scopes, ltiwire.ScopesResults, target, MediaTypeResultContainer, maxAGSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return nil, err
 	}

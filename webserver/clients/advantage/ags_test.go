@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -22,7 +24,7 @@ func agsSetup(t *testing.T) (*tokenServer, *agsServer, Credentials, *Client) {
 	ts := newTokenServer(t)
 	as := newAGSServer(t, ts)
 	cred := ts.cred()
-	cred.LaunchScopes = GrantedScopes([]string{ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore}, false)
+	cred.LaunchScopes = GrantedScopes([]string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore}, false)
 	cred.ServiceURLs = []string{as.ContainerURL()}
 	return ts, as, cred, newTestClient(nil)
 }
@@ -125,7 +127,7 @@ func TestAGS(t *testing.T) {
 
 	t.Run("T-AGS-02 a scope the launch did not grant fails before any request", func(t *testing.T) {
 		ts, as, cred, c := agsSetup(t)
-		cred.LaunchScopes = []string{ScopeLineItemReadOnly, ScopeResultReadOnly}
+		cred.LaunchScopes = []string{ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeResultReadOnly}
 		id := as.add(map[string]any{"label": "Quiz", "scoreMaximum": 10})
 		checks := map[string]error{
 			"score":  c.PostScore(ctx, cred, id, Score{UserID: "u", ActivityProgress: "Completed", GradingProgress: "FullyGraded"}),
@@ -607,5 +609,20 @@ func TestScoreJSON(t *testing.T) {
 	out, _ = json.Marshal(Score{UserID: "u", ActivityProgress: "Initialized", GradingProgress: "NotReady"})
 	if strings.Contains(string(out), "scoreGiven") {
 		t.Fatalf("%s", out)
+	}
+}
+
+// ParseNumber is the one reading of numbers platforms write as strings (a line item's
+// scoreMaximum here, the scores platform mode is sent).
+func TestParseNumber(t *testing.T) {
+	for in, want := range map[string]float64{`85`: 85, `"85.00000"`: 85, `" 8.5 "`: 8.5, `null`: 0, `1e2`: 100} {
+		if got, err := ParseNumber([]byte(in)); err != nil || got != want {
+			t.Errorf("%s: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{`"ten"`, `""`, `true`, `{}`, `"1e400"`} {
+		if got, err := ParseNumber([]byte(in)); err == nil {
+			t.Errorf("%s: %v, want an error", in, got)
+		}
 	}
 }

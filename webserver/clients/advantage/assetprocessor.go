@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/version"
 )
+
+// opAsset names asset downloads in errors; their calls count as TargetOther.
+const opAsset = "asset"
 
 // ErrAssetTooLarge means the asset is larger than the caller's limit: announced so by the
 // platform (nothing was streamed), or found so while streaming (the stream stops there).
@@ -35,50 +37,30 @@ type AssetDownload struct {
 // An asset larger than maxBytes is refused before its body is read when the platform
 // announces its length, and cut off with ErrAssetTooLarge otherwise.
 func (c *Client) DownloadAsset(ctx context.Context, cred Credentials, assetURL, scope string, maxBytes int64) (*AssetDownload, error) {
-	const op = "asset"
+	const op = opAsset
 	if _, err := parseHTTPURL(assetURL); err != nil {
 		return nil, fmt.Errorf("advantage: %s: %w: %w", op, err, ErrForeignURL)
 	}
 	hc := *c.hc
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	for attempt := 0; ; attempt++ {
-		tok, entry, err := c.token(ctx, cred, []string{scope})
-		if err != nil {
-			return nil, err
-		}
-		if !grantedAny(tok.granted, []string{scope}) {
-			return nil, fmt.Errorf("advantage: %s: the platform's token does not carry %s: %w", op, scope, ErrScopeNotGranted)
-		}
-		rctx, cancel := context.WithTimeout(outbound.WithTarget(ctx, outbound.TargetOther), c.timeout)
-		res, err := c.follow(rctx, &hc, op, assetURL, tok.value)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		if res.StatusCode == http.StatusUnauthorized && attempt == 0 {
-			discard(res.Body)
-			cancel()
-			entry.cur.CompareAndSwap(tok, nil)
-			continue
-		}
-		if res.StatusCode < 200 || res.StatusCode > 299 {
-			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-			discard(res.Body)
-			cancel()
-			return nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: outbound.ErrorExcerpt(body)}
-		}
-		if res.ContentLength > maxBytes {
-			_ = res.Body.Close() // not drained: the connection is dropped rather than read for nothing
-			cancel()
-			return nil, fmt.Errorf("advantage: %s: the platform announces %d bytes, more than %d: %w", op, res.ContentLength, maxBytes, ErrAssetTooLarge)
-		}
-		return &AssetDownload{
-			Body:               &limitedBody{r: res.Body, left: maxBytes, cancel: cancel},
-			ContentType:        res.Header.Get("Content-Type"),
-			ContentDisposition: res.Header.Get("Content-Disposition"),
-			Length:             res.ContentLength,
-		}, nil
+	scopes := []string{scope}
+	res, cancel, err := c.exchange(ctx, cred, op, scopes, scopes, func(rctx context.Context, token string) (*http.Response, error) {
+		return c.follow(rctx, &hc, op, assetURL, token)
+	})
+	if err != nil {
+		return nil, err
 	}
+	if res.ContentLength > maxBytes {
+		_ = res.Body.Close() // not drained: the connection is dropped rather than read for nothing
+		cancel()
+		return nil, fmt.Errorf("advantage: %s: the platform announces %d bytes, more than %d: %w", op, res.ContentLength, maxBytes, ErrAssetTooLarge)
+	}
+	return &AssetDownload{
+		Body:               &limitedBody{r: res.Body, left: maxBytes, cancel: cancel},
+		ContentType:        res.Header.Get("Content-Type"),
+		ContentDisposition: res.Header.Get("Content-Disposition"),
+		Length:             res.ContentLength,
+	}, nil
 }
 
 // follow GETs target, following at most maxRedirects redirects by hand: the token goes

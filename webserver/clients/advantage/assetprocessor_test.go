@@ -97,3 +97,43 @@ func TestDownloadAssetLimit(t *testing.T) {
 		t.Fatalf("scope not granted: %v", err)
 	}
 }
+
+// T-CC-09 for the Asset Service: a 401 drops the token and the download is tried once more
+// with a fresh one; a second 401 is an UpstreamError.
+func TestDownloadAssetRetriesOnce(t *testing.T) {
+	ts := newTokenServer(t)
+	c := NewClient(HTTPClient(testoutbound.Dev()))
+	lms := assetServer(t, ts, "")
+	get := func() (string, error) {
+		dl, err := c.DownloadAsset(context.Background(), ts.cred(), lms.URL+"/asset", testAssetScope, 1<<20)
+		if err != nil {
+			return "", err
+		}
+		defer dl.Body.Close()
+		body, err := io.ReadAll(dl.Body)
+		return string(body), err
+	}
+	if body, err := get(); err != nil || body != "essay" {
+		t.Fatalf("first download: %q %v", body, err)
+	}
+	ts.revokeAll() // the LMS forgets the token before it expires
+	if body, err := get(); err != nil || body != "essay" {
+		t.Fatalf("after revocation: %q %v", body, err)
+	}
+	if n := ts.requests.Load(); n != 2 {
+		t.Fatalf("%d token requests, want 2", n)
+	}
+
+	never := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Invalid access token", http.StatusUnauthorized)
+	}))
+	t.Cleanup(never.Close)
+	_, err := c.DownloadAsset(context.Background(), ts.cred(), never.URL+"/asset", testAssetScope, 1<<20)
+	var ue *UpstreamError
+	if !errors.As(err, &ue) || ue.Status != http.StatusUnauthorized || ue.Op != "asset" {
+		t.Fatalf("two 401s: %v", err)
+	}
+	if n := ts.requests.Load(); n != 3 {
+		t.Fatalf("%d token requests, want 3 (the cached token, then one fresh one)", n)
+	}
+}

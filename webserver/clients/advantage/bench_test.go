@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // primedClient is a client holding a token for cred and scopes.
@@ -25,12 +27,12 @@ func TestTokenCacheHitAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	c, cred := primedClient(t, []string{ScopeScore, ScopeLineItem, ScopeResultReadOnly})
+	c, cred := primedClient(t, []string{ltiwire.ScopeScore, ltiwire.ScopeLineItem, ltiwire.ScopeResultReadOnly})
 	ctx := context.Background()
 	for _, scopes := range [][]string{
-		{ScopeScore, ScopeLineItem, ScopeResultReadOnly},
-		{ScopeLineItem, ScopeResultReadOnly, ScopeScore},
-		{ScopeResultReadOnly, ScopeScore, ScopeLineItem, ScopeScore},
+		{ltiwire.ScopeScore, ltiwire.ScopeLineItem, ltiwire.ScopeResultReadOnly},
+		{ltiwire.ScopeLineItem, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore},
+		{ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore, ltiwire.ScopeLineItem, ltiwire.ScopeScore},
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {
 			if _, err := c.Token(ctx, cred, scopes); err != nil {
@@ -45,7 +47,7 @@ func TestTokenCacheHitAllocatesNothing(t *testing.T) {
 	platformID, clientID, tokenURL, deploymentID := cred.PlatformID, cred.ClientID, cred.TokenURL, cred.DeploymentID
 	allocs := testing.AllocsPerRun(1000, func() {
 		creds := Credentials{PlatformID: platformID, ClientID: clientID, TokenURL: tokenURL, DeploymentID: deploymentID, KID: testKID, Key: toolKey}
-		if _, err := c.Token(ctx, creds, []string{ScopeLineItem, ScopeScore, ScopeResultReadOnly}); err != nil {
+		if _, err := c.Token(ctx, creds, []string{ltiwire.ScopeLineItem, ltiwire.ScopeScore, ltiwire.ScopeResultReadOnly}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -55,7 +57,7 @@ func TestTokenCacheHitAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkTokenCacheHit(b *testing.B) {
-	scopes := []string{ScopeLineItem, ScopeResultReadOnly, ScopeScore}
+	scopes := []string{ltiwire.ScopeLineItem, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore}
 	c, cred := primedClient(b, scopes)
 	ctx := context.Background()
 	b.Run("sorted", func(b *testing.B) {
@@ -67,7 +69,7 @@ func BenchmarkTokenCacheHit(b *testing.B) {
 		}
 	})
 	b.Run("unsorted-with-duplicate", func(b *testing.B) {
-		unsorted := []string{ScopeScore, ScopeLineItem, ScopeScore, ScopeResultReadOnly}
+		unsorted := []string{ltiwire.ScopeScore, ltiwire.ScopeLineItem, ltiwire.ScopeScore, ltiwire.ScopeResultReadOnly}
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := c.Token(ctx, cred, unsorted); err != nil {

@@ -170,31 +170,52 @@ func (c *Client) Do(ctx context.Context, cred Credentials, scopes []string, buil
 // do is Do with the operation's name for errors and, when need is not empty, the scopes
 // (any one of them) the token must have been granted.
 func (c *Client) do(ctx context.Context, cred Credentials, op string, scopes, need []string, build func(ctx context.Context) (*http.Request, error)) (*http.Response, error) {
-	for attempt := 0; ; attempt++ {
-		tok, entry, err := c.token(ctx, cred, scopes)
-		if err != nil {
-			return nil, err
-		}
-		if len(need) > 0 && !grantedAny(tok.granted, need) {
-			return nil, fmt.Errorf("advantage: %s: the platform's token does not carry %s: %w", op, strings.Join(need, " or "), ErrScopeNotGranted)
-		}
-		rctx, cancel := context.WithTimeout(outbound.WithTarget(ctx, targetOf(op)), c.timeout)
+	res, cancel, err := c.exchange(ctx, cred, op, scopes, need, func(rctx context.Context, token string) (*http.Response, error) {
 		req, err := build(rctx)
 		if err != nil {
-			cancel()
 			return nil, fmt.Errorf("advantage: %s: %w", op, err)
 		}
 		if req.Context() != rctx {
 			req = req.WithContext(rctx)
 		}
-		req.Header.Set("Authorization", "Bearer "+tok.value)
+		req.Header.Set("Authorization", "Bearer "+token)
 		if req.Header.Get("User-Agent") == "" {
 			req.Header.Set("User-Agent", version.UserAgent())
 		}
 		res, err := c.hc.Do(req)
 		if err != nil {
-			cancel()
 			return nil, transportError(op, err)
+		}
+		return res, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
+	return res, nil
+}
+
+// exchange is the token loop of every service call: it gets a token for scopes (checking,
+// when need is not empty, that it was granted one of them), and calls send with it and a
+// context bounded by the client's timeout. On 401 it drops that token from the cache and
+// tries once more with a fresh one (T-CC-09); any other non-2xx answer, and a second 401,
+// is an *UpstreamError. It returns a 2xx response and the cancel of its context, which the
+// caller calls once done with the body; send's errors come back as they are.
+func (c *Client) exchange(ctx context.Context, cred Credentials, op string, scopes, need []string,
+	send func(ctx context.Context, token string) (*http.Response, error)) (*http.Response, context.CancelFunc, error) {
+	for attempt := 0; ; attempt++ {
+		tok, entry, err := c.token(ctx, cred, scopes)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(need) > 0 && !grantedAny(tok.granted, need) {
+			return nil, nil, fmt.Errorf("advantage: %s: the platform's token does not carry %s: %w", op, strings.Join(need, " or "), ErrScopeNotGranted)
+		}
+		rctx, cancel := context.WithTimeout(outbound.WithTarget(ctx, targetOf(op)), c.timeout)
+		res, err := send(rctx, tok.value)
+		if err != nil {
+			cancel()
+			return nil, nil, err
 		}
 		if res.StatusCode == http.StatusUnauthorized && attempt == 0 {
 			discard(res.Body)
@@ -206,10 +227,9 @@ func (c *Client) do(ctx context.Context, cred Credentials, op string, scopes, ne
 			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 			discard(res.Body)
 			cancel()
-			return nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: outbound.ErrorExcerpt(body)}
+			return nil, nil, &UpstreamError{Op: op, Status: res.StatusCode, Body: outbound.ErrorExcerpt(body)}
 		}
-		res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
-		return res, nil
+		return res, cancel, nil
 	}
 }
 
@@ -249,7 +269,7 @@ func targetOf(op string) string {
 		return outbound.TargetNRPS
 	case opGroups, opGroupSets:
 		return outbound.TargetGroups
-	case "request":
+	case "request", opAsset:
 		return outbound.TargetOther
 	case "noticehandlers":
 		return outbound.TargetPNS

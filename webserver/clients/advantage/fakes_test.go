@@ -21,6 +21,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
 )
@@ -356,7 +357,7 @@ func (ns *nrpsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "wrong Accept", http.StatusNotAcceptable)
 		return
 	}
-	if !ns.ts.valid(bearer(r), ScopeMembershipReadOnly) {
+	if !ns.ts.valid(bearer(r), ltiwire.ScopeMembershipReadOnly) {
 		http.Error(w, `{"errors":[{"message":"Invalid access token"}]}`, http.StatusUnauthorized)
 		return
 	}
@@ -538,7 +539,7 @@ func (as *agsServer) container(w http.ResponseWriter, r *http.Request) {
 		if got := r.Header.Get("Accept"); got != MediaTypeLineItemContainer {
 			as.t.Errorf("lineitems GET Accept %q", got)
 		}
-		if !as.authorize(w, r, ScopeLineItem, ScopeLineItemReadOnly) {
+		if !as.authorize(w, r, ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly) {
 			return
 		}
 		q := r.URL.Query()
@@ -588,7 +589,7 @@ func (as *agsServer) container(w http.ResponseWriter, r *http.Request) {
 		if ct := r.Header.Get("Content-Type"); ct != MediaTypeLineItem {
 			as.t.Errorf("lineitems POST Content-Type %q", ct)
 		}
-		if !as.authorize(w, r, ScopeLineItem) {
+		if !as.authorize(w, r, ltiwire.ScopeLineItem) {
 			return
 		}
 		var raw map[string]json.RawMessage
@@ -633,7 +634,7 @@ func (as *agsServer) lineItem(w http.ResponseWriter, r *http.Request, n int) {
 		if got := r.Header.Get("Accept"); got != MediaTypeLineItem {
 			as.t.Errorf("lineitem GET Accept %q", got)
 		}
-		if !as.authorize(w, r, ScopeLineItem, ScopeLineItemReadOnly) {
+		if !as.authorize(w, r, ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly) {
 			return
 		}
 		w.Header().Set("Content-Type", MediaTypeLineItem)
@@ -642,7 +643,7 @@ func (as *agsServer) lineItem(w http.ResponseWriter, r *http.Request, n int) {
 		if ct := r.Header.Get("Content-Type"); ct != MediaTypeLineItem {
 			as.t.Errorf("lineitem PUT Content-Type %q", ct)
 		}
-		if !as.authorize(w, r, ScopeLineItem) {
+		if !as.authorize(w, r, ltiwire.ScopeLineItem) {
 			return
 		}
 		var raw map[string]json.RawMessage
@@ -660,7 +661,7 @@ func (as *agsServer) lineItem(w http.ResponseWriter, r *http.Request, n int) {
 			http.Error(w, `{"errors":[{"message":"cannot delete"}]}`, as.deleteCode)
 			return
 		}
-		if !as.authorize(w, r, ScopeLineItem) {
+		if !as.authorize(w, r, ltiwire.ScopeLineItem) {
 			return
 		}
 		as.mu.Lock()
@@ -673,7 +674,7 @@ func (as *agsServer) lineItem(w http.ResponseWriter, r *http.Request, n int) {
 }
 
 func (as *agsServer) score(w http.ResponseWriter, r *http.Request, n int) {
-	if !as.authorize(w, r, ScopeScore) {
+	if !as.authorize(w, r, ltiwire.ScopeScore) {
 		return
 	}
 	var buf bytes.Buffer
@@ -700,7 +701,7 @@ func (as *agsServer) results(w http.ResponseWriter, r *http.Request, n int) {
 	if got := r.Header.Get("Accept"); got != MediaTypeResultContainer {
 		as.t.Errorf("results Accept %q", got)
 	}
-	if !as.authorize(w, r, ScopeResultReadOnly) {
+	if !as.authorize(w, r, ltiwire.ScopeResultReadOnly) {
 		return
 	}
 	q := r.URL.Query()

@@ -3,6 +3,8 @@ package advantage
 import (
 	"context"
 	"fmt"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // Course Groups Service 1.0 media types (the groups and group sets containers).
@@ -16,8 +18,6 @@ const (
 	opGroups    = "groups"
 	opGroupSets = "group sets"
 )
-
-var needGroups = []string{ScopeGroupReadOnly}
 
 // GroupsQuery selects one page of a context's groups.
 type GroupsQuery struct {
@@ -107,11 +107,11 @@ func (c *Client) groupsPage(ctx context.Context, cred Credentials, op, serviceUR
 	} else {
 		target = addQuery(serviceURL, kv...)
 	}
-	scopes, err := serviceScopes(op, &cred, needGroups...)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesGroups...)
 	if err != nil {
 		return "", err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, needGroups, target, mediaType, maxGroupsBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
+	body, res, err := c.get(ctx, cred, op, scopes, ltiwire.ScopesGroups, target, mediaType, maxGroupsBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return "", err
 	}

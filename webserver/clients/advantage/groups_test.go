@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // groupsServer is a Course Groups service on Blackboard's URL shapes
@@ -78,7 +80,7 @@ func (gs *groupsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "wrong Accept", http.StatusNotAcceptable)
 		return
 	}
-	if !gs.ts.valid(bearer(r), ScopeGroupReadOnly) {
+	if !gs.ts.valid(bearer(r), ltiwire.ScopeGroupReadOnly) {
 		http.Error(w, `{"message":"Invalid access token"}`, http.StatusUnauthorized)
 		return
 	}
@@ -156,7 +158,7 @@ func TestGroups(t *testing.T) {
 		if ts.requests.Load() != 1 {
 			t.Fatalf("%d token requests for 3 pages", ts.requests.Load())
 		}
-		if got := ts.lastForm().Get("scope"); got != ScopeGroupReadOnly {
+		if got := ts.lastForm().Get("scope"); got != ltiwire.ScopeGroupReadOnly {
 			t.Fatalf("scope %q", got)
 		}
 		gs.mu.Lock()
@@ -226,27 +228,27 @@ func TestGroups(t *testing.T) {
 		ts := newTokenServer(t)
 		gs := newGroupsServer(t, ts)
 		cred := ts.cred()
-		cred.LaunchScopes = GrantedScopes([]string{ScopeScore}, true)
+		cred.LaunchScopes = GrantedScopes([]string{ltiwire.ScopeScore}, true)
 		_, err := newTestClient(nil).Groups(ctx, cred, gs.GroupsURL(), GroupsQuery{})
 		if !errors.Is(err, ErrScopeNotGranted) || ts.requests.Load() != 0 || gs.requests.Load() != 0 {
 			t.Fatalf("err %v, %d token and %d service requests", err, ts.requests.Load(), gs.requests.Load())
 		}
-		cred.LaunchScopes = GrantedScopes([]string{ScopeScore}, true, ScopeGroupReadOnly)
+		cred.LaunchScopes = GrantedScopes([]string{ltiwire.ScopeScore}, true, ltiwire.ScopeGroupReadOnly)
 		if _, err := newTestClient(nil).Groups(ctx, cred, gs.GroupsURL(), GroupsQuery{}); err != nil {
 			t.Fatal(err)
 		}
 		// T-CC-10: one token for every scope of the launch.
-		if got := ts.lastForm().Get("scope"); got != strings.Join([]string{ScopeScore, ScopeGroupReadOnly, ScopeMembershipReadOnly}, " ") {
+		if got := ts.lastForm().Get("scope"); got != strings.Join([]string{ltiwire.ScopeScore, ltiwire.ScopeGroupReadOnly, ltiwire.ScopeMembershipReadOnly}, " ") {
 			t.Fatalf("scope %q", got)
 		}
 	})
 
 	t.Run("T-CC-08 for groups: a token the platform granted without the groups scope is not used", func(t *testing.T) {
 		ts := newTokenServer(t)
-		ts.grant = func([]string) (any, bool) { return ScopeMembershipReadOnly, true }
+		ts.grant = func([]string) (any, bool) { return ltiwire.ScopeMembershipReadOnly, true }
 		gs := newGroupsServer(t, ts)
 		cred := ts.cred()
-		cred.LaunchScopes = GrantedScopes(nil, true, ScopeGroupReadOnly)
+		cred.LaunchScopes = GrantedScopes(nil, true, ltiwire.ScopeGroupReadOnly)
 		_, err := newTestClient(nil).Groups(ctx, cred, gs.GroupsURL(), GroupsQuery{})
 		if !errors.Is(err, ErrScopeNotGranted) || gs.requests.Load() != 0 {
 			t.Fatalf("err %v, %d service requests", err, gs.requests.Load())

@@ -36,26 +36,39 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// flexFloat decodes a JSON number, or a numeric string, or null as 0.
+// flexFloat decodes a JSON number, or a numeric string, or null as 0 (see ParseNumber).
 type flexFloat float64
 
 func (f *flexFloat) UnmarshalJSON(b []byte) error {
+	v, err := ParseNumber(b)
+	if err != nil {
+		return err
+	}
+	*f = flexFloat(v)
+	return nil
+}
+
+// ParseNumber reads the JSON value b as a number: a JSON number, or a number written as a
+// JSON string with or without spaces around it ("85.00000": Moodle's grade sync writes
+// scores so, and platforms have sent a line item's scoreMaximum so), or null as 0. It is
+// the one reading of such numbers, for line items read here and for the scores platform
+// mode is sent.
+func ParseNumber(b []byte) (float64, error) {
 	s := string(b)
 	if s == "null" {
-		return nil
+		return 0, nil
 	}
 	if strings.HasPrefix(s, `"`) {
 		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+			return 0, err
 		}
 		s = strings.TrimSpace(s)
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return fmt.Errorf("expected a number, got %.20s", b)
+		return 0, fmt.Errorf("expected a number, got %.20s", b)
 	}
-	*f = flexFloat(v)
-	return nil
+	return v, nil
 }
 
 // isExtensionKey: extension members are named by fully-qualified URLs (AGS §3.1.2), e.g.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // MediaTypeMembershipContainer is the NRPS 2.0 response media type, sent as Accept (T-NRPS-01).
@@ -73,11 +75,11 @@ func (c *Client) Memberships(ctx context.Context, cred Credentials, membershipsU
 		}
 		target = addQuery(membershipsURL, "role", q.Role, "limit", limit, "rlid", q.ResourceLinkID)
 	}
-	scopes, err := serviceScopes(op, &cred, ScopeMembershipReadOnly)
+	scopes, err := serviceScopes(op, &cred, ltiwire.ScopesMemberships...)
 	if err != nil {
 		return nil, err
 	}
-	body, res, err := c.get(ctx, cred, op, scopes, []string{ScopeMembershipReadOnly}, target, MediaTypeMembershipContainer, maxNRPSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
+	body, res, err := c.get(ctx, cred, op, scopes, ltiwire.ScopesMemberships, target, MediaTypeMembershipContainer, maxNRPSBody) //nolint:bodyclose // get closes the body; res is returned for its status and headers
 	if err != nil {
 		return nil, err
 	}

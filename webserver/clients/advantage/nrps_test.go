@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 const (
@@ -46,7 +48,7 @@ func TestNRPS(t *testing.T) {
 		if _, err := newTestClient(nil).Memberships(ctx, ts.cred(), ns.URL(), MembersQuery{}); err != nil {
 			t.Fatal(err) // the fake fails the test on any other Accept
 		}
-		if ts.lastForm().Get("scope") != ScopeMembershipReadOnly {
+		if ts.lastForm().Get("scope") != ltiwire.ScopeMembershipReadOnly {
 			t.Fatalf("scope %q", ts.lastForm().Get("scope"))
 		}
 	})

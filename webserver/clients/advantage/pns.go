@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-)
 
-// ScopeNoticeHandlers is the scope of a platform's notice-handler endpoint (LTI Platform
-// Notification Service 1.0).
-const ScopeNoticeHandlers = "https://purl.imsglobal.org/spec/lti/scope/noticehandlers"
+	"github.com/ltiop/ltiop/api/ltiwire"
+)
 
 // maxPNSBody bounds a notice catalog: a handful of handlers per deployment.
 const maxPNSBody = 256 << 10
@@ -37,7 +35,7 @@ func (c *Client) NoticeHandlers(ctx context.Context, cred Credentials, pnsURL st
 	if _, err := parseHTTPURL(pnsURL); err != nil {
 		return nil, fmt.Errorf("advantage: %s: notice service URL: %w", op, err)
 	}
-	scopes := []string{ScopeNoticeHandlers}
+	scopes := []string{ltiwire.ScopeNoticeHandlers}
 	body, res, err := c.get(ctx, cred, op, scopes, scopes, pnsURL, "application/json", maxPNSBody) //nolint:bodyclose // get closes the body
 	if err != nil {
 		return nil, err
@@ -60,7 +58,7 @@ func (c *Client) SetNoticeHandler(ctx context.Context, cred Credentials, pnsURL 
 	if err != nil {
 		return nil, err
 	}
-	scopes := []string{ScopeNoticeHandlers}
+	scopes := []string{ltiwire.ScopeNoticeHandlers}
 	res, err := c.do(ctx, cred, op, scopes, scopes, func(ctx context.Context) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, pnsURL, bytes.NewReader(payload))
 		if err == nil {

@@ -21,18 +21,9 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/version"
-)
-
-// Scopes of the LTI Advantage services (conformance §2).
-const (
-	ScopeLineItem           = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
-	ScopeLineItemReadOnly   = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
-	ScopeResultReadOnly     = "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly"
-	ScopeScore              = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
-	ScopeMembershipReadOnly = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
-	ScopeGroupReadOnly      = "https://purl.imsglobal.org/spec/lti-gs/scope/contextgroup.readonly"
 )
 
 // Client-assertion and token-cache parameters.
@@ -66,7 +57,7 @@ type Credentials struct {
 	Key          crypto.Signer // an *rsa.PrivateKey, or a signer that parses one when it signs
 
 	// LaunchScopes are the scopes the launch granted: the AGS endpoint claim's scope array,
-	// plus ScopeMembershipReadOnly when the launch has the NRPS claim (GrantedScopes builds
+	// plus ltiwire.ScopeMembershipReadOnly when the launch has the NRPS claim (GrantedScopes builds
 	// this). When set, a service method whose scope is not among them fails with
 	// ErrScopeNotGranted before any request (T-AGS-02), and every service method asks for
 	// the same token: the Advantage scopes among them (T-CC-10), so one token serves a
@@ -429,7 +420,7 @@ func ClientAssertion(cred Credentials, now time.Time) (string, error) {
 	if err := hdr.Set(jws.KeyIDKey, cred.KID); err != nil {
 		return "", fmt.Errorf("advantage: client assertion: %w", err)
 	}
-	if err := hdr.Set(jws.TypeKey, "JWT"); err != nil {
+	if err := hdr.Set(jws.TypeKey, ltiwire.TypeJWT); err != nil {
 		return "", fmt.Errorf("advantage: client assertion: %w", err)
 	}
 	signed, err := jws.Sign(payload, jws.WithKey(jwa.RS256(), cred.Key, jws.WithProtectedHeaders(hdr)))
@@ -441,9 +432,9 @@ func ClientAssertion(cred Credentials, now time.Time) (string, error) {
 
 // GrantedScopes returns the Advantage scopes a launch granted, for
 // Credentials.LaunchScopes: those of agsClaimScopes (the AGS endpoint claim's scope array;
-// non-standard ones such as Canvas's are dropped) plus ScopeMembershipReadOnly when the
+// non-standard ones such as Canvas's are dropped) plus ltiwire.ScopeMembershipReadOnly when the
 // launch has the NRPS claim, plus the known scopes among implied (those other service
-// claims grant, e.g. ScopeGroupReadOnly for the groups service claim), sorted.
+// claims grant, e.g. ltiwire.ScopeGroupReadOnly for the groups service claim), sorted.
 func GrantedScopes(agsClaimScopes []string, hasNRPSClaim bool, implied ...string) []string {
 	var mask int
 	for _, list := range [2][]string{agsClaimScopes, implied} {
@@ -454,7 +445,7 @@ func GrantedScopes(agsClaimScopes []string, hasNRPSClaim bool, implied ...string
 		}
 	}
 	if hasNRPSClaim {
-		mask |= 1 << knownScope(ScopeMembershipReadOnly)
+		mask |= 1 << knownScope(ltiwire.ScopeMembershipReadOnly)
 	}
 	return slices.Clone(scopeSets[mask])
 }
@@ -462,7 +453,7 @@ func GrantedScopes(agsClaimScopes []string, hasNRPSClaim bool, implied ...string
 // knownScopes, sorted; scopeSets[mask] is the sorted subset a bit mask selects, built once
 // so that choosing a service call's scopes allocates nothing.
 var (
-	knownScopes = []string{ScopeLineItem, ScopeLineItemReadOnly, ScopeResultReadOnly, ScopeScore, ScopeGroupReadOnly, ScopeMembershipReadOnly}
+	knownScopes = []string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore, ltiwire.ScopeGroupReadOnly, ltiwire.ScopeMembershipReadOnly}
 	scopeSets   = func() (sets [1 << 6][]string) {
 		if !slices.IsSorted(knownScopes) {
 			panic("advantage: knownScopes must be sorted")
@@ -480,17 +471,17 @@ var (
 
 func knownScope(s string) int {
 	switch s {
-	case ScopeLineItem:
+	case ltiwire.ScopeLineItem:
 		return 0
-	case ScopeLineItemReadOnly:
+	case ltiwire.ScopeLineItemReadOnly:
 		return 1
-	case ScopeResultReadOnly:
+	case ltiwire.ScopeResultReadOnly:
 		return 2
-	case ScopeScore:
+	case ltiwire.ScopeScore:
 		return 3
-	case ScopeGroupReadOnly:
+	case ltiwire.ScopeGroupReadOnly:
 		return 4
-	case ScopeMembershipReadOnly:
+	case ltiwire.ScopeMembershipReadOnly:
 		return 5
 	}
 	return -1

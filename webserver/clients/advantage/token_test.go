@@ -17,6 +17,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/test/utils/testoutbound"
 )
@@ -63,7 +64,7 @@ func TestClientCredentials(t *testing.T) {
 	t.Run("T-CC-01 aud is the token URL, a string, when no audience is configured", func(t *testing.T) {
 		ts := newTokenServer(t)
 		c := newTestClient(nil)
-		mustToken(t, c, ts.cred(), ScopeScore)
+		mustToken(t, c, ts.cred(), ltiwire.ScopeScore)
 		a := ts.lastForm().Get("client_assertion")
 		if aud := assertionClaimsOf(t, a)["aud"]; aud != ts.URL() {
 			t.Fatalf("aud %#v, want %q", aud, ts.URL())
@@ -76,7 +77,7 @@ func TestClientCredentials(t *testing.T) {
 		cred := ts.cred()
 		cred.Audience = ts.aud
 		c := newTestClient(nil)
-		mustToken(t, c, cred, ScopeScore)
+		mustToken(t, c, cred, ltiwire.ScopeScore)
 		claims := assertionClaimsOf(t, ts.lastForm().Get("client_assertion"))
 		if claims["aud"] != "https://api.brightspace.com/auth/token" {
 			t.Fatalf("aud %#v", claims["aud"])
@@ -88,7 +89,7 @@ func TestClientCredentials(t *testing.T) {
 
 	t.Run("T-CC-02 iss and sub are the client_id", func(t *testing.T) {
 		ts := newTokenServer(t)
-		mustToken(t, newTestClient(nil), ts.cred(), ScopeScore)
+		mustToken(t, newTestClient(nil), ts.cred(), ltiwire.ScopeScore)
 		claims := assertionClaimsOf(t, ts.lastForm().Get("client_assertion"))
 		if claims["iss"] != testClientID || claims["sub"] != testClientID {
 			t.Fatalf("iss %v sub %v", claims["iss"], claims["sub"])
@@ -98,7 +99,7 @@ func TestClientCredentials(t *testing.T) {
 	t.Run("T-CC-03 numeric iat slightly backdated and exp at most 300 s later", func(t *testing.T) {
 		ts := newTokenServer(t)
 		before := time.Now().Unix()
-		mustToken(t, newTestClient(nil), ts.cred(), ScopeScore)
+		mustToken(t, newTestClient(nil), ts.cred(), ltiwire.ScopeScore)
 		claims := assertionClaimsOf(t, ts.lastForm().Get("client_assertion"))
 		iat, ok1 := claims["iat"].(float64)
 		exp, ok2 := claims["exp"].(float64)
@@ -116,9 +117,9 @@ func TestClientCredentials(t *testing.T) {
 	t.Run("T-CC-04 a fresh random jti on every token request", func(t *testing.T) {
 		ts := newTokenServer(t)
 		c := newTestClient(nil)
-		mustToken(t, c, ts.cred(), ScopeScore)
-		mustToken(t, c, ts.cred(), ScopeLineItem)
-		mustToken(t, newTestClient(nil), ts.cred(), ScopeScore)
+		mustToken(t, c, ts.cred(), ltiwire.ScopeScore)
+		mustToken(t, c, ts.cred(), ltiwire.ScopeLineItem)
+		mustToken(t, newTestClient(nil), ts.cred(), ltiwire.ScopeScore)
 		ts.mu.Lock()
 		defer ts.mu.Unlock()
 		if len(ts.forms) != 3 || len(ts.jtis) != 3 { // the fake also rejects a replayed jti
@@ -128,7 +129,7 @@ func TestClientCredentials(t *testing.T) {
 
 	t.Run("T-CC-05 deployment_id claim when known, absent when not", func(t *testing.T) {
 		ts := newTokenServer(t)
-		mustToken(t, newTestClient(nil), ts.cred(), ScopeScore)
+		mustToken(t, newTestClient(nil), ts.cred(), ltiwire.ScopeScore)
 		claims := assertionClaimsOf(t, ts.lastForm().Get("client_assertion"))
 		if claims["https://purl.imsglobal.org/spec/lti/claim/deployment_id"] != testDeploy {
 			t.Fatalf("deployment_id %#v", claims["https://purl.imsglobal.org/spec/lti/claim/deployment_id"])
@@ -136,7 +137,7 @@ func TestClientCredentials(t *testing.T) {
 		ts.deploymentID = ""
 		cred := ts.cred()
 		cred.DeploymentID = ""
-		mustToken(t, newTestClient(nil), cred, ScopeScore)
+		mustToken(t, newTestClient(nil), cred, ltiwire.ScopeScore)
 		if _, has := assertionClaimsOf(t, ts.lastForm().Get("client_assertion"))["https://purl.imsglobal.org/spec/lti/claim/deployment_id"]; has {
 			t.Fatal("deployment_id sent without a deployment")
 		}
@@ -144,7 +145,7 @@ func TestClientCredentials(t *testing.T) {
 
 	t.Run("T-CC-06 kid header of the published tool key, RS256, typ JWT; no kid no request", func(t *testing.T) {
 		ts := newTokenServer(t)
-		mustToken(t, newTestClient(nil), ts.cred(), ScopeScore)
+		mustToken(t, newTestClient(nil), ts.cred(), ltiwire.ScopeScore)
 		msg, err := jws.Parse([]byte(ts.lastForm().Get("client_assertion")))
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +159,7 @@ func TestClientCredentials(t *testing.T) {
 		}
 		cred := ts.cred()
 		cred.KID = ""
-		if _, err := newTestClient(nil).Token(context.Background(), cred, []string{ScopeScore}); err == nil || !strings.Contains(err.Error(), "KID") {
+		if _, err := newTestClient(nil).Token(context.Background(), cred, []string{ltiwire.ScopeScore}); err == nil || !strings.Contains(err.Error(), "KID") {
 			t.Fatalf("no kid: %v", err)
 		}
 		if ts.requests.Load() != 1 {
@@ -183,13 +184,13 @@ func TestClientCredentials(t *testing.T) {
 		for _, tt := range []string{"Bearer", "bearer", "BEARER"} {
 			ts := newTokenServer(t)
 			ts.tokenType = tt
-			if _, err := newTestClient(nil).Token(context.Background(), ts.cred(), []string{ScopeScore}); err != nil {
+			if _, err := newTestClient(nil).Token(context.Background(), ts.cred(), []string{ltiwire.ScopeScore}); err != nil {
 				t.Fatalf("token_type %q: %v", tt, err)
 			}
 		}
 		ts := newTokenServer(t)
 		ts.tokenType = "mac"
-		_, err := newTestClient(nil).Token(context.Background(), ts.cred(), []string{ScopeScore})
+		_, err := newTestClient(nil).Token(context.Background(), ts.cred(), []string{ltiwire.ScopeScore})
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "token_type") {
 			t.Fatalf("token_type mac: %v", err)
@@ -208,7 +209,7 @@ func TestClientCredentials(t *testing.T) {
 		defer srv.Close()
 		cred := Credentials{PlatformID: "p", ClientID: testClientID, TokenURL: srv.URL + "/login/oauth2/token", KID: testKID, Key: toolKey}
 		c := newTestClient(nil)
-		tok, e, err := c.token(context.Background(), cred, []string{ScopeScore})
+		tok, e, err := c.token(context.Background(), cred, []string{ltiwire.ScopeScore})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,20 +217,20 @@ func TestClientCredentials(t *testing.T) {
 			AccessToken string `json:"access_token"`
 		}
 		_ = json.Unmarshal(raw, &want)
-		if tok.value != want.AccessToken || !slices.Equal(tok.granted, []string{ScopeScore}) || e == nil {
+		if tok.value != want.AccessToken || !slices.Equal(tok.granted, []string{ltiwire.ScopeScore}) || e == nil {
 			t.Fatalf("token %+v", tok)
 		}
 	})
 
 	t.Run("T-CC-08 granted scopes come from the response scope when present", func(t *testing.T) {
 		ts := newTokenServer(t)
-		ts.grant = func([]string) (any, bool) { return ScopeLineItemReadOnly, true } // a subset
+		ts.grant = func([]string) (any, bool) { return ltiwire.ScopeLineItemReadOnly, true } // a subset
 		c := newTestClient(nil)
-		tok, _, err := c.token(context.Background(), ts.cred(), []string{ScopeLineItem, ScopeLineItemReadOnly})
+		tok, _, err := c.token(context.Background(), ts.cred(), []string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(tok.granted, []string{ScopeLineItemReadOnly}) {
+		if !slices.Equal(tok.granted, []string{ltiwire.ScopeLineItemReadOnly}) {
 			t.Fatalf("granted %v", tok.granted)
 		}
 	})
@@ -237,22 +238,22 @@ func TestClientCredentials(t *testing.T) {
 	t.Run("T-CC-08 granted scopes are the requested ones when the response has none", func(t *testing.T) {
 		ts := newTokenServer(t)
 		ts.grant = func(req []string) (any, bool) { return nil, false }
-		tok, _, err := newTestClient(nil).token(context.Background(), ts.cred(), []string{ScopeScore, ScopeLineItem})
+		tok, _, err := newTestClient(nil).token(context.Background(), ts.cred(), []string{ltiwire.ScopeScore, ltiwire.ScopeLineItem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(tok.granted, []string{ScopeLineItem, ScopeScore}) {
+		if !slices.Equal(tok.granted, []string{ltiwire.ScopeLineItem, ltiwire.ScopeScore}) {
 			t.Fatalf("granted %v", tok.granted)
 		}
 	})
 
 	t.Run("T-CC-08 a call whose scope the token lacks fails fast, nothing sent to the service", func(t *testing.T) {
 		ts := newTokenServer(t)
-		ts.grant = func([]string) (any, bool) { return ScopeLineItem, true } // score not granted
+		ts.grant = func([]string) (any, bool) { return ltiwire.ScopeLineItem, true } // score not granted
 		as := newAGSServer(t, ts)
 		cred := ts.cred()
 		cred.ServiceURLs = []string{as.ContainerURL()}
-		cred.LaunchScopes = []string{ScopeLineItem, ScopeScore}
+		cred.LaunchScopes = []string{ltiwire.ScopeLineItem, ltiwire.ScopeScore}
 		id := as.add(map[string]any{"label": "Quiz", "scoreMaximum": 10})
 		err := newTestClient(nil).PostScore(context.Background(), cred, id, Score{UserID: "u1", ActivityProgress: "Completed", GradingProgress: "FullyGraded"})
 		if !errors.Is(err, ErrScopeNotGranted) {
@@ -268,25 +269,25 @@ func TestClientCredentials(t *testing.T) {
 		ts := newTokenServer(t)
 		ts.now = clock.Now
 		c := newTestClient(clock)
-		first := mustToken(t, c, ts.cred(), ScopeScore, ScopeLineItem)
+		first := mustToken(t, c, ts.cred(), ltiwire.ScopeScore, ltiwire.ScopeLineItem)
 		// Any order, duplicates: the same key.
-		if got := mustToken(t, c, ts.cred(), ScopeLineItem, ScopeScore, ScopeLineItem); got != first {
+		if got := mustToken(t, c, ts.cred(), ltiwire.ScopeLineItem, ltiwire.ScopeScore, ltiwire.ScopeLineItem); got != first {
 			t.Fatal("same scope set in another order fetched a new token")
 		}
 		clock.Advance(3600*time.Second - TokenMargin - time.Second)
-		if got := mustToken(t, c, ts.cred(), ScopeScore, ScopeLineItem); got != first || ts.requests.Load() != 1 {
+		if got := mustToken(t, c, ts.cred(), ltiwire.ScopeScore, ltiwire.ScopeLineItem); got != first || ts.requests.Load() != 1 {
 			t.Fatalf("within the margin: %d requests", ts.requests.Load())
 		}
 		clock.Advance(2 * time.Second) // now inside the last 60 s
-		second := mustToken(t, c, ts.cred(), ScopeScore, ScopeLineItem)
+		second := mustToken(t, c, ts.cred(), ltiwire.ScopeScore, ltiwire.ScopeLineItem)
 		if second == first || ts.requests.Load() != 2 {
 			t.Fatalf("past expires_in-60s: %d requests, same token %v", ts.requests.Load(), second == first)
 		}
 		// Each key part makes its own token.
 		other := ts.cred()
 		other.PlatformID = "other-registration"
-		mustToken(t, c, other, ScopeScore, ScopeLineItem)
-		mustToken(t, c, ts.cred(), ScopeScore)
+		mustToken(t, c, other, ltiwire.ScopeScore, ltiwire.ScopeLineItem)
+		mustToken(t, c, ts.cred(), ltiwire.ScopeScore)
 		if ts.requests.Load() != 4 {
 			t.Fatalf("%d requests, want 4", ts.requests.Load())
 		}
@@ -298,14 +299,14 @@ func TestClientCredentials(t *testing.T) {
 		ts.now = clock.Now
 		ts.expiresIn = "100"
 		c := newTestClient(clock)
-		mustToken(t, c, ts.cred(), ScopeScore)
+		mustToken(t, c, ts.cred(), ltiwire.ScopeScore)
 		clock.Advance(49 * time.Second)
-		mustToken(t, c, ts.cred(), ScopeScore)
+		mustToken(t, c, ts.cred(), ltiwire.ScopeScore)
 		if ts.requests.Load() != 1 {
 			t.Fatal("refetched too early")
 		}
 		clock.Advance(2 * time.Second)
-		mustToken(t, c, ts.cred(), ScopeScore)
+		mustToken(t, c, ts.cred(), ltiwire.ScopeScore)
 		if ts.requests.Load() != 2 {
 			t.Fatal("kept past half of a 100 s token")
 		}
@@ -342,7 +343,7 @@ func TestClientCredentials(t *testing.T) {
 		}))
 		defer srv.Close()
 		c := newTestClient(nil)
-		_, err := c.Do(context.Background(), ts.cred(), []string{ScopeScore}, func(ctx context.Context) (*http.Request, error) {
+		_, err := c.Do(context.Background(), ts.cred(), []string{ltiwire.ScopeScore}, func(ctx context.Context) (*http.Request, error) {
 			return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/x", nil)
 		})
 		var ue *UpstreamError
@@ -360,7 +361,7 @@ func TestClientCredentials(t *testing.T) {
 		as := newAGSServer(t, ts)
 		cred := ts.cred()
 		cred.LaunchScopes = GrantedScopes([]string{
-			ScopeScore, ScopeLineItem, ScopeResultReadOnly,
+			ltiwire.ScopeScore, ltiwire.ScopeLineItem, ltiwire.ScopeResultReadOnly,
 			"https://canvas.instructure.com/lti-ags/progress/scope/show", // Canvas's own: not asked for
 		}, true)
 		cred.ServiceURLs = []string{as.ContainerURL(), ns.URL()}
@@ -375,7 +376,7 @@ func TestClientCredentials(t *testing.T) {
 		if _, err := c.Results(context.Background(), cred, id, ResultsQuery{}); err != nil {
 			t.Fatal(err)
 		}
-		want := strings.Join([]string{ScopeLineItem, ScopeResultReadOnly, ScopeScore, ScopeMembershipReadOnly}, " ")
+		want := strings.Join([]string{ltiwire.ScopeLineItem, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore, ltiwire.ScopeMembershipReadOnly}, " ")
 		if got := ts.lastForm().Get("scope"); got != want {
 			t.Fatalf("scope %q\nwant  %q", got, want)
 		}
@@ -431,7 +432,7 @@ func TestTokenErrors(t *testing.T) {
 	t.Run("RFC 6749 error is an UpstreamError with its code", func(t *testing.T) {
 		ts := newTokenServer(t)
 		ts.status, ts.errorCode = http.StatusBadRequest, "invalid_scope"
-		_, err := newTestClient(nil).Token(context.Background(), ts.cred(), []string{ScopeScore})
+		_, err := newTestClient(nil).Token(context.Background(), ts.cred(), []string{ltiwire.ScopeScore})
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || ue.Op != "token" || ue.Status != 400 || ue.Code != "invalid_scope" || ue.Timeout {
 			t.Fatalf("err %#v", err)
@@ -450,7 +451,7 @@ func TestTokenErrors(t *testing.T) {
 		}))
 		defer srv.Close()
 		cred := Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}
-		_, err := newTestClient(nil).Token(context.Background(), cred, []string{ScopeScore})
+		_, err := newTestClient(nil).Token(context.Background(), cred, []string{ltiwire.ScopeScore})
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || sent == "" || strings.Contains(ue.Body, sent) || strings.Contains(err.Error(), sent) {
 			t.Fatalf("assertion leaked or wrong error: %v / %q", err, ue.Body)
@@ -463,7 +464,7 @@ func TestTokenErrors(t *testing.T) {
 		}))
 		defer srv.Close()
 		cred := Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}
-		_, err := newTestClient(nil).Token(context.Background(), cred, []string{ScopeScore})
+		_, err := newTestClient(nil).Token(context.Background(), cred, []string{ltiwire.ScopeScore})
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || strings.Contains(err.Error(), "SECRET") || strings.Contains(ue.Body, "SECRET") {
 			t.Fatalf("err %v body %q", err, ue.Body)
@@ -482,7 +483,7 @@ func TestTokenErrors(t *testing.T) {
 		} {
 			cred := ts.cred()
 			mod(&cred)
-			if _, err := c.Token(context.Background(), cred, []string{ScopeScore}); err == nil {
+			if _, err := c.Token(context.Background(), cred, []string{ltiwire.ScopeScore}); err == nil {
 				t.Errorf("%s: no error", name)
 			}
 		}
@@ -506,9 +507,9 @@ func TestTokenSingleFlight(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			scopes := []string{ScopeScore, ScopeLineItem}
+			scopes := []string{ltiwire.ScopeScore, ltiwire.ScopeLineItem}
 			if i%2 == 1 {
-				scopes = []string{ScopeLineItem, ScopeScore} // same set
+				scopes = []string{ltiwire.ScopeLineItem, ltiwire.ScopeScore} // same set
 			}
 			tokens[i], errs[i] = c.Token(context.Background(), ts.cred(), scopes)
 		})
@@ -535,7 +536,7 @@ func TestTokenWaiterHonoursItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := c.Token(ctx, ts.cred(), []string{ScopeScore})
+	_, err := c.Token(ctx, ts.cred(), []string{ltiwire.ScopeScore})
 	var ue *UpstreamError
 	if !errors.As(err, &ue) || !ue.Timeout || ue.Op != "token" {
 		t.Fatalf("err %#v", err)
@@ -546,7 +547,7 @@ func TestTokenWaiterHonoursItsContext(t *testing.T) {
 	// A caller that gives up is not an LMS failure.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	_, err = c.Token(ctx2, ts.cred(), []string{ScopeScore})
+	_, err = c.Token(ctx2, ts.cred(), []string{ltiwire.ScopeScore})
 	if !errors.Is(err, context.Canceled) || errors.As(err, &ue) {
 		t.Fatalf("cancelled: %#v", err)
 	}
@@ -570,7 +571,7 @@ func TestTimeouts(t *testing.T) {
 		c := newTestClient(nil)
 		c.timeout = 100 * time.Millisecond
 		start := time.Now()
-		_, err := c.Token(context.Background(), Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}, []string{ScopeScore})
+		_, err := c.Token(context.Background(), Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}, []string{ltiwire.ScopeScore})
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || !ue.Timeout || ue.Op != "token" {
 			t.Fatalf("err %#v", err)
@@ -652,7 +653,7 @@ func TestDefaultHTTPClient(t *testing.T) {
 	t.Run("TLS is verified", func(t *testing.T) {
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		defer srv.Close()
-		_, err := NewClient(HTTPClient(testoutbound.Dev())).Token(context.Background(), Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}, []string{ScopeScore})
+		_, err := NewClient(HTTPClient(testoutbound.Dev())).Token(context.Background(), Credentials{ClientID: "c", TokenURL: srv.URL, KID: testKID, Key: toolKey}, []string{ltiwire.ScopeScore})
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || ue.Status != 0 || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("self-signed certificate accepted or wrong error: %v", err)
@@ -688,12 +689,12 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	c.mu.Lock()
 	for i := range maxTokenEntries {
 		cred.PlatformID = "p" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
-		h, _ := c.keyHash(&cred, []string{ScopeScore})
-		c.tokens[h] = &tokenEntry{platformID: cred.PlatformID, scopes: []string{ScopeScore}, next: c.tokens[h]}
+		h, _ := c.keyHash(&cred, []string{ltiwire.ScopeScore})
+		c.tokens[h] = &tokenEntry{platformID: cred.PlatformID, scopes: []string{ltiwire.ScopeScore}, next: c.tokens[h]}
 		c.ntokens++
 	}
 	c.mu.Unlock()
-	mustToken(t, c, ts.cred(), ScopeScore) // sweeps the entries without a token
+	mustToken(t, c, ts.cred(), ltiwire.ScopeScore) // sweeps the entries without a token
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.ntokens != 1 || len(c.tokens) != 1 {

@@ -1,22 +1,21 @@
 package dynreg
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
+)
 
 // Asset Processor and EULA in registrations (docs/asset-processor.md): with
 // ToolConfig.AssetProcessor, ltiop offers the three message types and asks for the asset,
 // report and EULA scopes. Canvas attaches an asset processor through deep linking in its
 // ActivityAssetProcessor placement, and enables LtiEulaRequest through message_settings.
 
-// Message types and scopes of Asset Processor and the EULA service.
+// Message types of Asset Processor and the EULA service (ltiwire names their scopes).
 const (
 	MessageAssetProcessorSettings = "LtiAssetProcessorSettingsRequest"
 	MessageReportReview           = "LtiReportReviewRequest"
 	MessageEula                   = "LtiEulaRequest"
-
-	ScopeAssetReadOnly  = "https://purl.imsglobal.org/spec/lti/scope/asset.readonly"
-	ScopeReport         = "https://purl.imsglobal.org/spec/lti/scope/report"
-	ScopeEulaUser       = "https://purl.imsglobal.org/spec/lti/scope/eula/user"
-	ScopeEulaDeployment = "https://purl.imsglobal.org/spec/lti/scope/eula/deployment"
 
 	// CanvasAssetProcessorPlacement is Canvas's deep-linking placement for attaching an
 	// asset processor to an assignment.
@@ -24,7 +23,7 @@ const (
 )
 
 // AssetProcessorScopes are the scopes asked for when Asset Processor is offered.
-var AssetProcessorScopes = []string{ScopeAssetReadOnly, ScopeReport, ScopeEulaUser, ScopeEulaDeployment}
+var AssetProcessorScopes = []string{ltiwire.ScopeAssetReadOnly, ltiwire.ScopeReport, ltiwire.ScopeEulaUser, ltiwire.ScopeEulaDeployment}
 
 // assetProcessorMessages are the message types offered besides resource links and deep
 // linking.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // With assetProcessor.enabled, the registration offers the three message types and asks
@@ -17,7 +19,7 @@ func TestBuildRegistrationAssetProcessor(t *testing.T) {
 		return out
 	}
 	off := BuildRegistration(testTool, nil, nil, "")
-	if slices.Contains(types(off), MessageEula) || strings.Contains(off["scope"].(string), ScopeReport) {
+	if slices.Contains(types(off), MessageEula) || strings.Contains(off["scope"].(string), ltiwire.ScopeReport) {
 		t.Fatalf("disabled, yet offered: %v %q", types(off), off["scope"])
 	}
 
@@ -31,8 +33,8 @@ func TestBuildRegistrationAssetProcessor(t *testing.T) {
 		t.Errorf("scope %q, want %q", got, want)
 	}
 	// A platform listing only some of the scopes gets only those.
-	pc := &PlatformConfig{ScopesSupported: []string{ScopeNRPS, ScopeAssetReadOnly, ScopeReport}}
-	if got := BuildRegistration(ap, pc, nil, "")["scope"]; got != ScopeNRPS+" "+ScopeAssetReadOnly+" "+ScopeReport {
+	pc := &PlatformConfig{ScopesSupported: []string{ltiwire.ScopeMembershipReadOnly, ltiwire.ScopeAssetReadOnly, ltiwire.ScopeReport}}
+	if got := BuildRegistration(ap, pc, nil, "")["scope"]; got != ltiwire.ScopeMembershipReadOnly+" "+ltiwire.ScopeAssetReadOnly+" "+ltiwire.ScopeReport {
 		t.Errorf("intersection: %q", got)
 	}
 	// The pre-approval's choice keeps only the types it names.

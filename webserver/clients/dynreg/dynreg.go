@@ -17,29 +17,20 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/paths"
 )
 
 // Scopes ltiop asks for: the AGS, NRPS and Course Groups services it supports, in this
 // order.
 var Scopes = []string{
-	ScopeLineItem,
-	ScopeLineItemReadOnly,
-	ScopeResultReadOnly,
-	ScopeScore,
-	ScopeNRPS,
-	ScopeGroups,
+	ltiwire.ScopeLineItem,
+	ltiwire.ScopeLineItemReadOnly,
+	ltiwire.ScopeResultReadOnly,
+	ltiwire.ScopeScore,
+	ltiwire.ScopeMembershipReadOnly,
+	ltiwire.ScopeGroupReadOnly,
 }
-
-// The LTI Advantage scopes ltiop supports.
-const (
-	ScopeLineItem         = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
-	ScopeLineItemReadOnly = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
-	ScopeResultReadOnly   = "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly"
-	ScopeScore            = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
-	ScopeNRPS             = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
-	ScopeGroups           = "https://purl.imsglobal.org/spec/lti-gs/scope/contextgroup.readonly"
-)
 
 // Message types ltiop can be launched with.
 const (

@@ -1,16 +1,17 @@
 package dynreg
 
-import "slices"
+import (
+	"slices"
 
-// ScopeNoticeHandlers lets ltiop register notice handlers with the platform's Platform
-// Notification Service (docs/notices.md); asked for only when notices are enabled.
-const ScopeNoticeHandlers = "https://purl.imsglobal.org/spec/lti/scope/noticehandlers"
+	"github.com/ltiop/ltiop/api/ltiwire"
+)
 
 // scopes are the scopes the tool asks for: Scopes, and the notice-handler scope when
-// notices are enabled.
+// notices are enabled (to register notice handlers with the platform's Platform
+// Notification Service, docs/notices.md).
 func (tc ToolConfig) scopes() []string {
 	if !tc.Notices {
 		return Scopes
 	}
-	return append(slices.Clone(Scopes), ScopeNoticeHandlers)
+	return append(slices.Clone(Scopes), ltiwire.ScopeNoticeHandlers)
 }

@@ -3,6 +3,8 @@ package dynreg
 import (
 	"slices"
 	"strings"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // Claims ltiop asks platforms to put in launches.
@@ -210,5 +212,5 @@ func SetPlacements(reg map[string]any, placements map[string][]string) {
 // canvasScopes are the Scopes a Canvas developer key may list: Canvas has no Course Groups
 // Service, and a key listing a scope Canvas does not know is refused.
 func canvasScopes(tc ToolConfig) []string {
-	return slices.DeleteFunc(slices.Clone(tc.scopes()), func(s string) bool { return s == ScopeGroups })
+	return slices.DeleteFunc(slices.Clone(tc.scopes()), func(s string) bool { return s == ltiwire.ScopeGroupReadOnly })
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 )
 
@@ -141,15 +142,15 @@ func TestBuildRegistrationT_DR_04Scopes(t *testing.T) {
 	if got := scope(&PlatformConfig{}); got != all {
 		t.Errorf("no scopes_supported: %q", got)
 	}
-	got := scope(&PlatformConfig{ScopesSupported: []string{"openid", ScopeNRPS, "https://canvas.instructure.com/lti/public_jwk/scope/update", ScopeScore}})
-	if got != ScopeScore+" "+ScopeNRPS {
+	got := scope(&PlatformConfig{ScopesSupported: []string{"openid", ltiwire.ScopeMembershipReadOnly, "https://canvas.instructure.com/lti/public_jwk/scope/update", ltiwire.ScopeScore}})
+	if got != ltiwire.ScopeScore+" "+ltiwire.ScopeMembershipReadOnly {
 		t.Errorf("intersection: %q, want score and NRPS in Scopes order", got)
 	}
 	if got := scope(&PlatformConfig{ScopesSupported: []string{"openid"}}); got != "" {
 		t.Errorf("no common scope: %q", got)
 	}
 	// A platform offering the Course Groups Service (Blackboard, Sakai) is asked for it.
-	if got := scope(&PlatformConfig{ScopesSupported: []string{ScopeGroups, ScopeNRPS}}); got != ScopeNRPS+" "+ScopeGroups {
+	if got := scope(&PlatformConfig{ScopesSupported: []string{ltiwire.ScopeGroupReadOnly, ltiwire.ScopeMembershipReadOnly}}); got != ltiwire.ScopeMembershipReadOnly+" "+ltiwire.ScopeGroupReadOnly {
 		t.Errorf("groups: %q", got)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/clients/platformdata"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
@@ -70,15 +70,6 @@ type resultJSON struct {
 	ScoringUserID string   `json:"scoringUserId,omitempty"`
 	Timestamp     string   `json:"timestamp,omitempty"`
 }
-
-// Scopes each operation accepts (P-NRPS-03, P-AGS-02).
-var (
-	acceptMemberships  = []string{advantage.ScopeMembershipReadOnly}
-	acceptLineItemRead = []string{advantage.ScopeLineItem, advantage.ScopeLineItemReadOnly}
-	acceptLineItemEdit = []string{advantage.ScopeLineItem}
-	acceptScore        = []string{advantage.ScopeScore}
-	acceptResults      = []string{advantage.ScopeResultReadOnly}
-)
 
 // dataURL is the data API base of a tool: its own, or the installation's.
 func (p *Platform) dataURL(c *call) string {
@@ -169,7 +160,7 @@ func nextLink(w http.ResponseWriter, base string, q url.Values, next string) {
 // Memberships serves GET {root}/memberships: NRPS 2.0 context membership (P-NRPS).
 func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "memberships"
-	c, e := p.authorise(w, r, acceptMemberships...)
+	c, e := p.authorise(w, r, ltiwire.ScopesMemberships...)
 	if e != nil {
 		serviceError(w, endpoint, e)
 		return
@@ -229,7 +220,7 @@ func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 // LineItems serves GET {root}/lineitems: the line item container, filtered (P-AGS-04).
 func (p *Platform) LineItems(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
-	c, e := p.authorise(w, r, acceptLineItemRead...)
+	c, e := p.authorise(w, r, ltiwire.ScopesLineItemRead...)
 	if e != nil {
 		serviceError(w, endpoint, e)
 		return
@@ -304,7 +295,7 @@ func readLineItem(r *http.Request) (*advantage.LineItem, *httpapi.Error) {
 // CreateLineItem serves POST {root}/lineitems (P-AGS-05): 201 with the created item.
 func (p *Platform) CreateLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
-	c, e := p.authorise(w, r, acceptLineItemEdit...)
+	c, e := p.authorise(w, r, ltiwire.ScopesLineItemEdit...)
 	if e != nil {
 		serviceError(w, endpoint, e)
 		return
@@ -361,7 +352,7 @@ func (p *Platform) lineItemCall(w http.ResponseWriter, r *http.Request, endpoint
 
 // GetLineItem serves GET {root}/lineitems/{lineItem}.
 func (p *Platform) GetLineItem(w http.ResponseWriter, r *http.Request) {
-	c, req, ok := p.lineItemCall(w, r, "lineitem", platformdata.OpGetLineItem, acceptLineItemRead)
+	c, req, ok := p.lineItemCall(w, r, "lineitem", platformdata.OpGetLineItem, ltiwire.ScopesLineItemRead)
 	if ok {
 		p.lineItemAnswer(w, r, c, "lineitem", req, http.StatusOK)
 	}
@@ -371,7 +362,7 @@ func (p *Platform) GetLineItem(w http.ResponseWriter, r *http.Request) {
 // (AGS §3.2.6); the answer is the item as applied.
 func (p *Platform) UpdateLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitem"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpUpdateLineItem, acceptLineItemEdit)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpUpdateLineItem, ltiwire.ScopesLineItemEdit)
 	if !ok {
 		return
 	}
@@ -392,7 +383,7 @@ func (p *Platform) UpdateLineItem(w http.ResponseWriter, r *http.Request) {
 // DeleteLineItem serves DELETE {root}/lineitems/{lineItem}: 204.
 func (p *Platform) DeleteLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitem"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpDeleteLineItem, acceptLineItemEdit)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpDeleteLineItem, ltiwire.ScopesLineItemEdit)
 	if !ok {
 		return
 	}
@@ -412,7 +403,7 @@ type scoreAnswer struct {
 // PostScore serves POST {root}/lineitems/{lineItem}/scores (P-AGS-07).
 func (p *Platform) PostScore(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "scores"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpScore, acceptScore)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpScore, ltiwire.ScopesScore)
 	if !ok {
 		return
 	}
@@ -453,9 +444,8 @@ func decodeScore(body []byte) (*advantage.Score, *httpapi.Error) {
 		return nil, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalidBody, "The body is not a JSON object.")
 	}
 	for _, k := range []string{"scoreGiven", "scoreMaximum"} {
-		var str string
-		if v, ok := raw[k]; ok && len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &str) == nil {
-			f, err := strconv.ParseFloat(strings.TrimSpace(str), 64)
+		if v, ok := raw[k]; ok && len(v) > 0 && v[0] == '"' {
+			f, err := advantage.ParseNumber(v)
 			if err != nil {
 				return nil, httpapi.Errorf(http.StatusBadRequest, CodeInvalidScore, k+": must be a number")
 			}
@@ -475,7 +465,7 @@ func decodeScore(body []byte) (*advantage.Score, *httpapi.Error) {
 // Results serves GET {root}/lineitems/{lineItem}/results (P-AGS-08).
 func (p *Platform) Results(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "results"
-	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpResults, acceptResults)
+	c, req, ok := p.lineItemCall(w, r, endpoint, platformdata.OpResults, ltiwire.ScopesResults)
 	if !ok {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
@@ -63,7 +64,7 @@ func (p *Platform) Authorize(w http.ResponseWriter, r *http.Request) {
 			"Platform mode has no launch page configured (platformLaunchUrl)."))
 		return
 	}
-	tok, he := p.sign(now, ltiplatform.PayloadType, pl)
+	tok, he := p.sign(now, ltiwire.TypeLaunchPayload, pl)
 	if he != nil {
 		p.authorizePage(w, r, he)
 		return

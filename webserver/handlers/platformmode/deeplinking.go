@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
@@ -91,7 +92,7 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 	if out.ContentItems == nil {
 		out.ContentItems = []lti.ContentItem{}
 	}
-	tok, he := p.sign(now, typDeepLinking, &out)
+	tok, he := p.sign(now, ltiwire.TypeDeepLinking, &out)
 	if he != nil {
 		p.deepLinkingPage(w, r, he)
 		return
@@ -131,8 +132,9 @@ func (p *Platform) ContentItems(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, invalid("payload", "required: the payload your return page received"))
 		return
 	}
-	raw, ok := p.verifyOwn(body.Payload, typDeepLinking)
+	raw, err := p.signer.Verify(body.Payload, ltiwire.TypeDeepLinking)
 	var res ContentItemsResult
+	ok := err == nil
 	if ok {
 		ok = json.Unmarshal(raw, &res) == nil && res.Issuer == p.opts.Issuer
 	}

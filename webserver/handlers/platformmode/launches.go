@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
@@ -251,7 +252,7 @@ func (p *Platform) answer(ctx context.Context, d *ltiplatform.LaunchData) (*IDTo
 	} else if !first {
 		return nil, httpapi.Errorf(http.StatusConflict, CodePayloadUsed, "This payload was already answered: every launch gets one id_token.")
 	}
-	idToken, err := p.signer.SignAt(now, typIDToken, claims)
+	idToken, err := p.signer.SignAt(now, ltiwire.TypeJWT, claims)
 	if err != nil {
 		return nil, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The platform signing key is not loaded yet.")
 	}
@@ -267,8 +268,9 @@ func (p *Platform) openPayload(token string, now time.Time) (*ltiplatform.Payloa
 	if token == "" {
 		return nil, invalid("payload", "required: the payload your launch page received")
 	}
-	raw, ok := p.verifyOwn(token, ltiplatform.PayloadType)
+	raw, err := p.signer.Verify(token, ltiwire.TypeLaunchPayload)
 	var pl ltiplatform.Payload
+	ok := err == nil
 	if ok {
 		ok = json.Unmarshal(raw, &pl) == nil && pl.Issuer == p.opts.Issuer && pl.Audience == ltiplatform.PayloadAudience && pl.ID != ""
 	}

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -33,21 +31,13 @@ import (
 
 // Lifetimes and windows (service-interface §8 where it says).
 const (
-	MessageHintTTL   = time.Hour        // lti_message_hint
-	NonceWindow      = 30 * time.Second // DUPLICATE_NONCE
-	PayloadTTL       = 5 * time.Minute  // ?payload= of the authorization endpoint
-	IDTokenTTL       = 5 * time.Minute  // the id_token is posted by the browser at once
-	DeepLinkTTL      = 2 * time.Hour    // a deep-linking session (the user picks content)
-	ResultTTL        = 10 * time.Minute // ?payload= of the deep-linking return
-	AccessTokenTTL   = time.Hour        // SEC §4.1: expires_in 3600 recommended
-	maxOwnTokenBytes = 64 << 10
-)
-
-// JWT typ headers of what the platform key signs: one key, never one token for another.
-const (
-	typIDToken     = "JWT"
-	typAccessToken = "at+jwt" // RFC 9068
-	typDeepLinking = "ltiop-deeplinking+jwt"
+	MessageHintTTL = time.Hour        // lti_message_hint
+	NonceWindow    = 30 * time.Second // DUPLICATE_NONCE
+	PayloadTTL     = 5 * time.Minute  // ?payload= of the authorization endpoint
+	IDTokenTTL     = 5 * time.Minute  // the id_token is posted by the browser at once
+	DeepLinkTTL    = 2 * time.Hour    // a deep-linking session (the user picks content)
+	ResultTTL      = 10 * time.Minute // ?payload= of the deep-linking return
+	AccessTokenTTL = time.Hour        // SEC §4.1: expires_in 3600 recommended
 )
 
 // Stable error codes of the platform-mode API (details.message).
@@ -62,9 +52,14 @@ const (
 	CodeDuplicateDLNonce   = "DUPLICATE_NONCE"
 )
 
-// Signer signs with the platform key and knows its public keys (signing.Keyring).
+// Signer signs with the platform key and verifies what it signed (signing.Keyring).
 type Signer interface {
 	SignAt(now time.Time, typ string, claims []byte) (string, error)
+	// Verify checks a token it signed with typ and returns its payload (iss, aud and exp
+	// are the caller's to check).
+	Verify(token, typ string) ([]byte, error)
+	// PublicKey is the public key of kid while the signer holds it, else nil: a token
+	// verified before counts only while the key that signed it is held.
 	PublicKey(kid string) *rsa.PublicKey
 	JWKS() []byte
 	Ready() bool
@@ -158,37 +153,6 @@ func (p *Platform) sign(now time.Time, typ string, claims any) (string, *httpapi
 		return "", httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The platform signing key is not loaded yet.")
 	}
 	return tok, nil
-}
-
-// verifyOwn checks a JWT the platform key signed: RS256, the expected typ, a kid of ours and
-// the signature. It returns the payload; iss, aud and exp are the caller's.
-func (p *Platform) verifyOwn(token, typ string) ([]byte, bool) {
-	if token == "" || len(token) > maxOwnTokenBytes || strings.Count(token, ".") != 2 {
-		return nil, false
-	}
-	msg, err := jws.ParseString(token)
-	if err != nil || len(msg.Signatures()) != 1 {
-		return nil, false
-	}
-	h := msg.Signatures()[0].ProtectedHeaders()
-	if alg, _ := h.Algorithm(); alg != jwa.RS256() {
-		return nil, false
-	}
-	if t, _ := h.Type(); t != typ {
-		return nil, false
-	}
-	kid, _ := h.KeyID()
-	pub := p.signer.PublicKey(kid)
-	if pub == nil {
-		return nil, false
-	}
-	// jwx's compact fast path, as webserver/protocol/lti: unlike jws.Verify it refuses a "crit"
-	// header (RFC 7515 §4.1.11; we understand no extension) and a "b64" one (RFC 7797).
-	payload, err := jws.VerifyCompactFast(pub, []byte(token), jwa.RS256())
-	if err != nil {
-		return nil, false
-	}
-	return payload, true
 }
 
 // usableTool finds an active, ready tool by ID for the integrator's API.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 )
@@ -96,7 +97,7 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := strings.Join(granted, " ")
-	tok, he := p.sign(now, typAccessToken, &accessTokenClaims{
+	tok, he := p.sign(now, ltiwire.TypeAccessToken, &accessTokenClaims{
 		Issuer: p.opts.Issuer, Audience: p.opts.Issuer, Subject: t.ClientID, ClientID: t.ClientID, Scope: scope,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(AccessTokenTTL).Unix(), ID: httpapi.RandomToken(16),
 		ToolID: t.ID, DeploymentID: t.DeploymentID,
@@ -172,9 +173,9 @@ func (p *Platform) Introspect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Platform) introspect(token string) Introspection {
-	raw, ok := p.verifyOwn(token, typAccessToken)
+	raw, err := p.signer.Verify(token, ltiwire.TypeAccessToken)
 	var c accessTokenClaims
-	if !ok || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || !p.now().Before(time.Unix(c.ExpiresAt, 0)) {
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || !p.now().Before(time.Unix(c.ExpiresAt, 0)) {
 		return Introspection{}
 	}
 	if t := p.tools.Get(c.ToolID); !t.Usable() || t.ClientID != c.ClientID {

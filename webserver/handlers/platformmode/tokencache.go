@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"strings"
 	"sync"
 	"time"
@@ -42,9 +43,9 @@ func (p *Platform) accessToken(token string, now time.Time) (*accessTokenClaims,
 	if v, ok := p.verified.get(key, now); ok && p.signer.PublicKey(v.kid) != nil {
 		return &v.claims, true
 	}
-	raw, ok := p.verifyOwn(token, typAccessToken)
+	raw, err := p.signer.Verify(token, ltiwire.TypeAccessToken)
 	var c accessTokenClaims
-	if !ok || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || c.Audience != p.opts.Issuer {
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || c.Audience != p.opts.Issuer {
 		return nil, false
 	}
 	if kid := headerKID(token); kid != "" && now.Before(time.Unix(c.ExpiresAt, 0)) {

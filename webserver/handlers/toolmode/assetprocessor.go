@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
@@ -39,11 +40,11 @@ func (g *grant) addAssetProcessor(ap *lti.AssetProcessor) {
 			}
 			g.AssetURLs[a.ID] = a.URL
 		}
-		g.AssetScope, _ = lti.HasScope(s.Scope, lti.ScopeAssetReadOnly)
+		g.AssetScope, _ = lti.HasScope(s.Scope, ltiwire.ScopeAssetReadOnly)
 	}
 	if r := ap.AssetReport; r != nil && r.ReportURL != "" {
 		g.ReportURL = r.ReportURL
-		g.ReportScope, _ = lti.HasScope(r.Scope, lti.ScopeReport)
+		g.ReportScope, _ = lti.HasScope(r.Scope, ltiwire.ScopeReport)
 	}
 	if e := ap.EulaService; e != nil && e.URL != "" {
 		g.EulaURL, g.EulaScopes = e.URL, slices.Clone(e.Scope)
@@ -199,7 +200,7 @@ func (g *grant) eulaScope(want string) (string, *httpapi.Error) {
 // GetEula serves GET /api/eula: the deployment's EULA requirement, as the platform says.
 func (t *Tool) GetEula(w http.ResponseWriter, r *http.Request) {
 	g := grantFrom(r.Context())
-	scope, herr := g.eulaScope(lti.ScopeEulaDeployment)
+	scope, herr := g.eulaScope(ltiwire.ScopeEulaDeployment)
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return
@@ -221,7 +222,7 @@ type eulaRequirement struct {
 // PutEula serves PUT /api/eula: whether the deployment's users must accept the EULA.
 func (t *Tool) PutEula(w http.ResponseWriter, r *http.Request) {
 	g := grantFrom(r.Context())
-	scope, herr := g.eulaScope(lti.ScopeEulaDeployment)
+	scope, herr := g.eulaScope(ltiwire.ScopeEulaDeployment)
 	var body eulaRequirement
 	if herr == nil {
 		herr = decodeValid(r, &body, func() *advantage.FieldError {
@@ -256,7 +257,7 @@ type eulaAnswer struct {
 // sent.
 func (t *Tool) PostEulaAcceptance(w http.ResponseWriter, r *http.Request) {
 	g := grantFrom(r.Context())
-	scope, herr := g.eulaScope(lti.ScopeEulaUser)
+	scope, herr := g.eulaScope(ltiwire.ScopeEulaUser)
 	var body eulaAnswer
 	if herr == nil {
 		herr = decodeValid(r, &body, func() *advantage.FieldError {
@@ -293,7 +294,7 @@ func (t *Tool) PostEulaAcceptance(w http.ResponseWriter, r *http.Request) {
 // DeleteEulaAcceptances serves DELETE /api/eula/acceptance: every user must accept again.
 func (t *Tool) DeleteEulaAcceptances(w http.ResponseWriter, r *http.Request) {
 	g := grantFrom(r.Context())
-	scope, herr := g.eulaScope(lti.ScopeEulaUser)
+	scope, herr := g.eulaScope(ltiwire.ScopeEulaUser)
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return

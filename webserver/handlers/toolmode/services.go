@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
@@ -90,7 +91,7 @@ func (g *grant) hasServices() bool {
 
 // groupsScope is what the groups service claim grants: its URL implies the scope, as the
 // NRPS claim's does (Sakai's claim may carry no scope array).
-var groupsScope = []string{advantage.ScopeGroupReadOnly}
+var groupsScope = []string{ltiwire.ScopeGroupReadOnly}
 
 // impliedScopes are the scopes the launch's other service claims grant.
 func (g *grant) impliedScopes() []string {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 const (
@@ -36,12 +38,12 @@ func apReviewClaims() map[string]any {
 	c[ClaimAssetReportType] = "originality"
 	c[ClaimForUser] = map[string]any{"user_id": "972fd8aa-7f57-4d11-9400-916a0ed0d31d", "roles": []any{"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"}}
 	c[ClaimAssetService] = map[string]any{
-		"scope": []any{ScopeAssetReadOnly},
+		"scope": []any{ltiwire.ScopeAssetReadOnly},
 		"assets": []any{map[string]any{"asset_id": apAssetID, "url": apAssetURL, "title": "Essay",
 			"filename": "essay.docx", "size": 29, "content_type": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 			"sha256_checksum": "cy5X2xVgjbMETnEFhDQvRMWfodOxsI51YpYNCtxjZig=", "timestamp": "2025-07-30T03:26:44-06:00"}},
 	}
-	c[ClaimAssetReport] = map[string]any{"scope": []any{ScopeReport}, "report_url": apReportURL}
+	c[ClaimAssetReport] = map[string]any{"scope": []any{ltiwire.ScopeReport}, "report_url": apReportURL}
 	return c
 }
 
@@ -50,7 +52,7 @@ func apEulaClaims() map[string]any {
 	c := rlrClaims()
 	delete(c, ClaimResourceLink)
 	c[ClaimMessageType] = MessageEula
-	c[ClaimEulaService] = map[string]any{"url": apEulaURL, "scope": []any{ScopeEulaUser, ScopeEulaDeployment}}
+	c[ClaimEulaService] = map[string]any{"url": apEulaURL, "scope": []any{ltiwire.ScopeEulaUser, ltiwire.ScopeEulaDeployment}}
 	return c
 }
 
@@ -88,7 +90,7 @@ func TestAssetProcessorMessagesRejected(t *testing.T) {
 		{"review without for_user", "T-AP-02", CodeMissingClaim, apReviewClaims, func(c map[string]any) { delete(c, ClaimForUser) }},
 		{"review without roles", "T-TOK-21", CodeMissingClaim, apReviewClaims, func(c map[string]any) { delete(c, ClaimRoles) }},
 		{"eula without eulaservice", "T-AP-03", CodeMissingClaim, apEulaClaims, func(c map[string]any) { delete(c, ClaimEulaService) }},
-		{"eula without url", "T-AP-03", CodeMissingClaim, apEulaClaims, func(c map[string]any) { c[ClaimEulaService] = map[string]any{"scope": []any{ScopeEulaUser}} }},
+		{"eula without url", "T-AP-03", CodeMissingClaim, apEulaClaims, func(c map[string]any) { c[ClaimEulaService] = map[string]any{"scope": []any{ltiwire.ScopeEulaUser}} }},
 		{"eula without scope", "T-AP-03", CodeMissingClaim, apEulaClaims, func(c map[string]any) { c[ClaimEulaService] = map[string]any{"url": apEulaURL} }},
 		{"activity a string", "T-AP-04", CodeInvalidClaim, apSettingsClaims, func(c map[string]any) { c[ClaimActivity] = apActivity }},
 		{"report type a number", "T-AP-04", CodeInvalidClaim, apReviewClaims, func(c map[string]any) { c[ClaimAssetReportType] = 3 }},
@@ -134,13 +136,13 @@ func TestAssetProcessorDraftNamespaces(t *testing.T) {
 	if ap.AssetService == nil || len(ap.AssetService.Assets) != 1 || ap.AssetService.Assets[0].Checksum == "" || ap.AssetService.Assets[0].Size != 11 {
 		t.Fatalf("assets: %+v", ap.AssetService)
 	}
-	if s, ok := HasScope(ap.AssetService.Scope, ScopeAssetReadOnly); !ok || s != "https://purl.imsglobal.org/spec/lti-ap/scope/asset.readonly" {
+	if s, ok := HasScope(ap.AssetService.Scope, ltiwire.ScopeAssetReadOnly); !ok || s != "https://purl.imsglobal.org/spec/lti-ap/scope/asset.readonly" {
 		t.Fatalf("HasScope: %q %v", s, ok)
 	}
-	if _, ok := HasScope(ap.AssetReport.Scope, ScopeReport); !ok || ap.AssetReport.ReportURL == "" {
+	if _, ok := HasScope(ap.AssetReport.Scope, ltiwire.ScopeReport); !ok || ap.AssetReport.ReportURL == "" {
 		t.Fatalf("report: %+v", ap.AssetReport)
 	}
-	if _, ok := HasScope([]string{ScopeReport}, ScopeAssetReadOnly); ok {
+	if _, ok := HasScope([]string{ltiwire.ScopeReport}, ltiwire.ScopeAssetReadOnly); ok {
 		t.Fatal("HasScope matched another scope")
 	}
 }

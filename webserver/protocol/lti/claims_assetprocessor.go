@@ -23,14 +23,6 @@ const (
 	ClaimEulaService     = "https://purl.imsglobal.org/spec/lti/claim/eulaservice"
 )
 
-// Scopes of the Asset, Asset Report and EULA services.
-const (
-	ScopeAssetReadOnly  = "https://purl.imsglobal.org/spec/lti/scope/asset.readonly"
-	ScopeReport         = "https://purl.imsglobal.org/spec/lti/scope/report"
-	ScopeEulaUser       = "https://purl.imsglobal.org/spec/lti/scope/eula/user"
-	ScopeEulaDeployment = "https://purl.imsglobal.org/spec/lti/scope/eula/deployment"
-)
-
 // claimAliases are draft claim names some platforms still send, by the 1EdTech name they
 // stand for.
 var claimAliases = map[string]string{

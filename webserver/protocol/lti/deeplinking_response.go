@@ -14,6 +14,8 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // Claim names of the LtiDeepLinkingResponse (DL §4.5).
@@ -163,7 +165,7 @@ func DeepLinkingResponse(p DeepLinkingResponseParams) (jwt string, returnURL str
 	if err := hdr.Set(jws.KeyIDKey, p.KID); err != nil {
 		return "", "", err
 	}
-	if err := hdr.Set(jws.TypeKey, "JWT"); err != nil {
+	if err := hdr.Set(jws.TypeKey, ltiwire.TypeJWT); err != nil {
 		return "", "", err
 	}
 	tok, err := jws.Sign(payload, jws.WithKey(jwa.RS256(), p.Key, jws.WithProtectedHeaders(hdr)))

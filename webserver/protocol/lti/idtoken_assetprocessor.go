@@ -1,5 +1,7 @@
 package lti
 
+import "github.com/ltiop/ltiop/api/ltiwire"
+
 // IDTokenAssetProcessor is idtoken.assetProcessor: the Asset Processor and EULA claims of
 // the launch, simplified. Present only when the platform sent one of them.
 type IDTokenAssetProcessor struct {
@@ -75,7 +77,7 @@ func assetProcessorToken(a *AssetProcessor) *IDTokenAssetProcessor {
 				ContentType: as.ContentType, Size: as.Size, SHA256Checksum: as.SHA256Checksum,
 				Checksum: as.Checksum, Timestamp: as.Timestamp})
 		}
-		_, ok := HasScope(s.Scope, ScopeAssetReadOnly)
+		_, ok := HasScope(s.Scope, ltiwire.ScopeAssetReadOnly)
 		t.Services.AssetService = IDTokenScopedService{Available: ok && len(t.Assets) > 0, Scopes: nonNil(s.Scope)}
 	}
 	if (a.Asset != nil && a.Asset.ID != "") || a.ReportType != "" {
@@ -85,12 +87,12 @@ func assetProcessorToken(a *AssetProcessor) *IDTokenAssetProcessor {
 		}
 	}
 	if r := a.AssetReport; r != nil {
-		_, ok := HasScope(r.Scope, ScopeReport)
+		_, ok := HasScope(r.Scope, ltiwire.ScopeReport)
 		t.Services.AssetReport = IDTokenScopedService{Available: ok && r.ReportURL != "", Scopes: nonNil(r.Scope)}
 	}
 	if e := a.EulaService; e != nil {
-		_, user := HasScope(e.Scope, ScopeEulaUser)
-		_, dep := HasScope(e.Scope, ScopeEulaDeployment)
+		_, user := HasScope(e.Scope, ltiwire.ScopeEulaUser)
+		_, dep := HasScope(e.Scope, ltiwire.ScopeEulaDeployment)
 		t.Services.Eula = IDTokenScopedService{Available: (user || dep) && e.URL != "", Scopes: nonNil(e.Scope)}
 	}
 	return t

@@ -15,8 +15,6 @@ const (
 	ClaimPlatformNotificationService = "https://purl.imsglobal.org/spec/lti/claim/platformnotificationservice"
 	ClaimNotice                      = "https://purl.imsglobal.org/spec/lti/claim/notice"
 	ClaimOriginContexts              = "https://purl.imsglobal.org/spec/lti/claim/origin_contexts"
-	// ScopeNoticeHandlers is the scope of the platform's notice-handler endpoint.
-	ScopeNoticeHandlers = "https://purl.imsglobal.org/spec/lti/scope/noticehandlers"
 
 	NoticeHelloWorld               = "LtiHelloWorldNotice"
 	NoticeContextCopy              = "LtiContextCopyNotice"

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/test/utils/testjws"
 )
 
@@ -108,7 +109,7 @@ func TestValidateNoticeRefuses(t *testing.T) {
 func TestDecodePNS(t *testing.T) {
 	raw := []byte(`{"` + ClaimPlatformNotificationService + `":{"service_versions":["1.0"],` +
 		`"platform_notification_service_url":"https://lms.example/api/lti/notice-handlers/106",` +
-		`"scope":["` + ScopeNoticeHandlers + `"],"notice_types_supported":["LtiHelloWorldNotice",7]}}`)
+		`"scope":["` + ltiwire.ScopeNoticeHandlers + `"],"notice_types_supported":["LtiHelloWorldNotice",7]}}`)
 	p := DecodePNS(raw)
 	if p == nil || p.URL != "https://lms.example/api/lti/notice-handlers/106" || len(p.Scope) != 1 ||
 		len(p.NoticeTypesSupported) != 1 || p.ServiceVersions[0] != "1.0" {

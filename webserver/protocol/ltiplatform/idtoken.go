@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/urls"
 	"github.com/ltiop/ltiop/webserver/protocol/apierr"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
@@ -217,11 +218,8 @@ type MintParams struct {
 	root        string // the sealed root, once made
 }
 
-// Scopes of the service claims (NRPS, AGS).
-const (
-	scopeNRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
-	scopeAGS  = "https://purl.imsglobal.org/spec/lti-ags/scope/"
-)
+// scopeAGS starts every AGS scope (ltiwire names the four ltiop serves).
+const scopeAGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
 
 type idTokenClaims struct {
 	Iss           string `json:"iss"`
@@ -579,7 +577,7 @@ func (p *MintParams) services(c *idTokenClaims, s *Services) *apierr.Error {
 		} else if !p.okURL(n.ContextMembershipsURL) {
 			return fieldError("services.namesAndRoles.contextMembershipsUrl", "must be an absolute https URL")
 		}
-		if n != nil && slices.Contains(p.AllowedScopes, scopeNRPS) {
+		if n != nil && slices.Contains(p.AllowedScopes, ltiwire.ScopeMembershipReadOnly) {
 			c.NRPS = &nrpsClaim{ContextMembershipsURL: n.ContextMembershipsURL, ServiceVersions: []string{"2.0"}}
 		}
 	}
@@ -612,7 +610,7 @@ func (p *MintParams) services(c *idTokenClaims, s *Services) *apierr.Error {
 		}
 		requested := a.Scopes
 		if len(requested) == 0 {
-			requested = []string{scopeAGS + "lineitem", scopeAGS + "lineitem.readonly", scopeAGS + "result.readonly", scopeAGS + "score"}
+			requested = []string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore}
 		}
 		var granted []string
 		for i, sc := range requested {

@@ -3,6 +3,8 @@ package ltiplatform
 import (
 	"testing"
 	"time"
+
+	"github.com/ltiop/ltiop/api/ltiwire"
 )
 
 // BenchmarkIDTokenClaims is the platform-mode hot path before the signature: checking the
@@ -13,7 +15,7 @@ func BenchmarkIDTokenClaims(b *testing.B) {
 		Launch: LaunchOf{MessageHint: MessageHint{ToolID: "t", ClientID: "client", DeploymentID: "1", User: "user-1",
 			MessageType: MessageResourceLink, TargetLinkURI: "https://tool.example/launch", ResourceLink: &ResourceLink{ID: "rl-1"}},
 			RedirectURI: "https://tool.example/launch", State: "state", Nonce: "nonce"},
-		AllowedScopes: []string{scopeNRPS, scopeAGS + "score"},
+		AllowedScopes: []string{ltiwire.ScopeMembershipReadOnly, scopeAGS + "score"},
 	}
 	d := &LaunchData{
 		User: &User{Roles: []string{"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"}, Name: "Ada Lovelace",

@@ -64,10 +64,6 @@ type LaunchOf struct {
 	Nonce       string `json:"nonce"`
 }
 
-// PayloadType is the typ header of payload JWTs: they never pass for an id_token or an
-// access token signed with the same key.
-const PayloadType = "ltiop-launch+jwt"
-
 // PayloadAudience is the aud of payload JWTs: the integrator's launch pages.
 const PayloadAudience = "ltiop:platform-launch"
 

@@ -64,8 +64,8 @@ type sealers struct {
 // ownedHeader is the key and purpose an encoded header of ours was made for.
 type ownedHeader struct{ kid, purpose string }
 
-// prepareSealers makes the sealers of a key set.
-func prepareSealers(keys []keyring.SealingKey) (*sealers, error) {
+// Prepare makes the sealers of a key set.
+func (sealingKeys) Prepare(keys []keyring.SealingKey) (*sealers, error) {
 	c, err := newContentCipher()
 	if err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func compactLen(header []byte, plaintext int) int {
 	return len(header) + 2 + b64.EncodedLen(gcmIVSize) + 1 + b64.EncodedLen(plaintext) + 1 + b64.EncodedLen(gcmTagSize)
 }
 
-// splitOwn splits a token of ours with a header made by prepareSealers: header..iv.ct.tag,
+// splitOwn splits a token of ours with a header made by sealingKeys.Prepare: header..iv.ct.tag,
 // the header one of s.owned's exact bytes. It reports false for any other token, which
 // then goes through jwe.Parse and sealedByUs: the header bytes are authenticated as the
 // AAD, so recognising them byte for byte accepts exactly the headers jwx wrote for us, and

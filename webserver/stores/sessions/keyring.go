@@ -3,7 +3,6 @@ package sessions
 import (
 	"bytes"
 	"compress/flate"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -18,9 +17,6 @@ import (
 	kflate "github.com/klauspost/compress/flate"
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwe"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ltiop/ltiop/internal/keyring"
 )
@@ -37,13 +33,23 @@ const maxEnvelope = 1 << 20
 const typPrefix = "ltiop-"
 
 // Keyring seals with the newest key whose NotBefore has passed and opens with any key it holds.
-// It is safe for concurrent use; Replace swaps the whole key set atomically. The zero value
-// is an empty keyring.
+// It is safe for concurrent use; Replace swaps the whole key set atomically, and tokens sealed
+// with a key that leaves the set no longer open. The zero value is an empty keyring. Attach,
+// Ready and IDs are keyring.Keyring's.
 type Keyring struct {
-	ring keyring.Ring[keyring.SealingKey, *sealers]
+	ring
 	// now is the clock of Seal (nil: time.Now); tests replace it.
 	now func() time.Time
 }
+
+// ring is the part of Keyring every keyring of the service Secret has.
+type ring = keyring.Keyring[keyring.SealingKey, *sealers, sealingKeys]
+
+// sealingKeys are the keys of the sealing keyring, prepared as sealers.
+type sealingKeys struct{ keyring.SealingKind }
+
+// Name names the keyring in errors and logs.
+func (sealingKeys) Name() string { return "sessions" }
 
 // knownPurposes are those whose headers are encoded once per key set (and whose tokens
 // Open splits without jwe.Parse); any other valid purpose works, at jwx's generic cost.
@@ -80,37 +86,16 @@ func NewKeyring(keys []keyring.SealingKey) (*Keyring, error) {
 	return k, nil
 }
 
-// Replace swaps in a new key set. Tokens sealed with a key that is not in keys no longer
-// open. An empty key set is refused: keys are retired, never cleared.
+// Replace swaps in a new key set (see keyring.Keyring.Replace), keeping its own copy of
+// the secrets.
 func (k *Keyring) Replace(keys []keyring.SealingKey) error {
 	own := make([]keyring.SealingKey, len(keys))
 	for i, key := range keys {
 		key.Secret = bytes.Clone(key.Secret) // the keyring's own copy, never handed out
 		own[i] = key
 	}
-	if err := k.ring.Replace(own, prepareSealers); err != nil {
-		return fmt.Errorf("sessions: %w", err)
-	}
-	return nil
+	return k.ring.Replace(own)
 }
-
-// Attach makes the keyring follow the sealing keyring of the service Secret
-// namespace/secretName through the cache's Secret informer (see keyring.Ring.Follow): a
-// keyring that does not decode is logged and ignored, keeping the last good keys, and a
-// deletion changes nothing, so tokens keep opening while the controller recreates the Secret.
-//
-// Call it before the manager starts, so the informer is part of its initial sync; the
-// returned registration's HasSynced tells when the Secret (if it exists) has been read.
-func (k *Keyring) Attach(ctx context.Context, c cache.Cache, namespace, secretName string) (toolscache.ResourceEventHandlerRegistration, error) {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("sessions"))
-	return k.ring.Follow(ctx, c, namespace, secretName, keyring.Sealing, prepareSealers)
-}
-
-// Ready reports whether the keyring has a key to seal with.
-func (k *Keyring) Ready() bool { return k.ring.Load().Len() > 0 }
-
-// IDs returns the ids of the keys held, in sealing order (the last active one seals).
-func (k *Keyring) IDs() []string { return k.ring.Load().IDs() }
 
 // validPurpose keeps purposes short and plain: they go into a header and the envelope unescaped.
 func validPurpose(p string) bool {
@@ -169,7 +154,7 @@ func (k *Keyring) sealAt(purpose string, payload []byte, ttl time.Duration, now 
 	if ttl < time.Second {
 		return "", fmt.Errorf("sessions: ttl %v is shorter than a second", ttl)
 	}
-	set := k.ring.Load()
+	set := keyring.Keys(&k.ring)
 	key, ok := set.Current(now)
 	if !ok {
 		return "", errors.New("sessions: the keyring has no keys yet")
@@ -358,7 +343,7 @@ func (k *Keyring) OpenToken(purpose string, token string, now time.Time) (Opened
 	if len(token) > MaxTokenLength || !validPurpose(purpose) || !compactShape(token) {
 		return Opened{}, ErrInvalid
 	}
-	set := k.ring.Load()
+	set := keyring.Keys(&k.ring)
 	sl := set.Data()
 	if sl == nil { // the empty keyring opens nothing
 		return Opened{}, ErrInvalid
@@ -413,7 +398,7 @@ func (k *Keyring) OpenToken(purpose string, token string, now time.Time) (Opened
 // since retired (or dropped from the Secret to revoke its tokens) no longer opens, and
 // nothing opened with it may be served from a cache either.
 func (k *Keyring) Holds(kid string) bool {
-	_, ok := k.ring.Load().Lookup(kid)
+	_, ok := keyring.Keys(&k.ring).Lookup(kid)
 	return ok
 }
 

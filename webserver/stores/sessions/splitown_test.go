@@ -15,12 +15,12 @@ import (
 	"github.com/ltiop/ltiop/internal/keyring"
 )
 
-// Every token Seal makes is split without jwe.Parse (its header is one prepareSealers
+// Every token Seal makes is split without jwe.Parse (its header is one sealingKeys.Prepare
 // encoded), and opens; the split hands the decrypter exactly the parts of the token.
 func TestOwnTokensSplitWithoutParsing(t *testing.T) {
 	key := mustKey(t, t0, 0)
 	k := fixedKeyring(t, t0, key)
-	sl := k.ring.Load().Data()
+	sl := keyring.Keys(&k.ring).Data()
 	for _, p := range knownPurposes {
 		tok := seal(t, k, p, canvasClaims(t), time.Hour)
 		own, aad, iv, ct, tag, ok := sl.splitOwn([]byte(tok))
@@ -42,7 +42,7 @@ func TestOwnTokensSplitWithoutParsing(t *testing.T) {
 func TestOwnHeaderIsNotEnough(t *testing.T) {
 	key := mustKey(t, t0, 0)
 	k := fixedKeyring(t, t0, key)
-	sl := k.ring.Load().Data()
+	sl := keyring.Keys(&k.ring).Data()
 	state := seal(t, k, PurposeState, statePayload, time.Hour)
 	parts := strings.Split(state, ".")
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/keyring"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkSign(b *testing.B) {
 	var tok string
 	for b.Loop() {
 		var err error
-		if tok, err = k.Sign(TypeJWT, idTokenClaims); err != nil {
+		if tok, err = k.Sign(ltiwire.TypeJWT, idTokenClaims); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -29,7 +30,7 @@ func BenchmarkSign(b *testing.B) {
 func BenchmarkRSASignFloor(b *testing.B) {
 	key := fixtureKey(b, 0, t0).Private
 	k := mustKeyring(b, fixtureKey(b, 0, t0))
-	tok, err := k.SignAt(t0, TypeJWT, idTokenClaims)
+	tok, err := k.SignAt(t0, ltiwire.TypeJWT, idTokenClaims)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/keyring"
 )
 
@@ -48,7 +49,7 @@ func FuzzDecodeKeys(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded keys make no keyring: %v", err)
 		}
-		if _, err := k.SignAt(t0, TypeJWT, []byte(`{}`)); err != nil {
+		if _, err := k.SignAt(t0, ltiwire.TypeJWT, []byte(`{}`)); err != nil {
 			t.Fatalf("decoded keys do not sign: %v", err)
 		}
 		again, err := keyring.Signing.Encode(got)

@@ -1,41 +1,42 @@
 package signing
 
 import (
-	"context"
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/internal/keys"
 )
 
-// Common typ header values, whose signing options are built once per key.
-const (
-	// TypeJWT is the typ of id_tokens and of most JWTs (RFC 7519 §5.1).
-	TypeJWT = "JWT"
-	// TypeAccessToken is the typ of OAuth 2.0 access tokens in JWT form (RFC 9068 §2.1).
-	TypeAccessToken = "at+jwt"
-)
-
-var presetTypes = []string{TypeJWT, TypeAccessToken}
+// presetTypes are the common typ header values, whose signing options are built once per key.
+var presetTypes = []string{ltiwire.TypeJWT, ltiwire.TypeAccessToken}
 
 // Keyring signs with the newest key whose NotBefore has passed, and publishes every key it
 // holds. It is safe for concurrent use, and reads take no lock: Replace swaps the whole key
-// set atomically. The zero value is an empty keyring.
+// set atomically, and a key that leaves the set no longer verifies and leaves the JWKS. The
+// zero value is an empty keyring. Replace, Attach, Ready and IDs are keyring.Keyring's.
 type Keyring struct {
-	ring keyring.Ring[keyring.SigningKey, *published]
+	ring
 }
+
+// ring is the part of Keyring every keyring of the service Secret has.
+type ring = keyring.Keyring[keyring.SigningKey, *published, platformKeys]
+
+// platformKeys are the platform signing keys, prepared as signing options and a JWKS.
+type platformKeys struct{ keyring.SigningKind }
+
+// Name names the keyring in errors and logs.
+func (platformKeys) Name() string { return "signing" }
 
 // published is what a key set gives every request, made once per set.
 type published struct {
@@ -62,32 +63,9 @@ func NewKeyring(keys []keyring.SigningKey) (*Keyring, error) {
 	return k, nil
 }
 
-// Replace swaps in a new key set. Tokens signed with a key that is not in keys no longer
-// verify with PublicKey, and the key leaves the JWKS. An empty key set is refused: keys are
-// retired, never cleared.
-func (k *Keyring) Replace(keys []keyring.SigningKey) error {
-	if err := k.ring.Replace(keys, publish); err != nil {
-		return fmt.Errorf("signing: %w", err)
-	}
-	return nil
-}
-
-// Attach makes the keyring follow the platform signing keys of the service Secret
-// namespace/secretName through the cache's Secret informer (see keyring.Ring.Follow): keys
-// that do not decode are logged and ignored, keeping the last good ones, and a deletion
-// changes nothing, so ltiop keeps signing (and its JWKS keeps the keys tools know) while the
-// controller recreates the Secret.
-//
-// Call it before the manager starts, so the informer is part of its initial sync; the
-// returned registration's HasSynced tells when the Secret (if it exists) has been read.
-func (k *Keyring) Attach(ctx context.Context, c cache.Cache, namespace, secretName string) (toolscache.ResourceEventHandlerRegistration, error) {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("signing"))
-	return k.ring.Follow(ctx, c, namespace, secretName, keyring.Signing, publish)
-}
-
-// publish prepares a key set (in signing order) for requests: the signing options of every
-// key and the JWKS.
-func publish(sorted []keyring.SigningKey) (*published, error) {
+// Prepare makes a key set (in signing order) ready for requests: the signing options of
+// every key and the JWKS.
+func (platformKeys) Prepare(sorted []keyring.SigningKey) (*published, error) {
 	p := &published{signWith: make(map[string]map[string]jws.SignOption, len(sorted))}
 	for _, key := range sorted {
 		opts := make(map[string]jws.SignOption, len(presetTypes))
@@ -134,14 +112,11 @@ func signOption(key keyring.SigningKey, typ string) (jws.SignOption, error) {
 	return jws.WithKey(jwa.RS256(), key.Private, jws.WithProtectedHeaders(h)), nil
 }
 
-// Ready reports whether the keyring has a key to sign with now.
-func (k *Keyring) Ready() bool { return k.ring.Load().Len() > 0 }
-
 // JWKS returns the platform JWKS, {"keys":[…]}: the public half of every key held,
 // including those that do not sign yet, each with kty, n, e, kid, alg RS256 and use sig.
 // It is marshalled once per Replace; callers must not modify it (appending is safe).
 func (k *Keyring) JWKS() []byte {
-	if p := k.ring.Load().Data(); p != nil {
+	if p := keyring.Keys(&k.ring).Data(); p != nil {
 		return p.jwks
 	}
 	return emptyJWKS
@@ -156,7 +131,7 @@ func (k *Keyring) Sign(typ string, claims []byte) (string, error) {
 
 // SignAt is Sign with the key that signs at now.
 func (k *Keyring) SignAt(now time.Time, typ string, claims []byte) (string, error) {
-	set := k.ring.Load()
+	set := keyring.Keys(&k.ring)
 	key, ok := set.Current(now)
 	if !ok {
 		return "", errors.New("signing: no platform signing key has been loaded yet")
@@ -175,10 +150,50 @@ func (k *Keyring) SignAt(now time.Time, typ string, claims []byte) (string, erro
 	return string(tok), nil
 }
 
+// MaxTokenLength is the longest token Verify looks at; anything longer is refused without
+// being parsed.
+const MaxTokenLength = 64 << 10
+
+// ErrNotOurs is every refusal of Verify: the token is not one this keyring signed with the
+// expected typ (the reason is left out: a caller answers all alike).
+var ErrNotOurs = errors.New("signing: not a token of this keyring")
+
+// Verify checks a compact JWS this keyring signed: one signature, RS256, the typ expected
+// (so a token of one kind never passes for another), a kid the keyring holds and the
+// signature. It returns the payload; its claims (iss, aud, exp) are the caller's to check.
+func (k *Keyring) Verify(token, typ string) ([]byte, error) {
+	if token == "" || len(token) > MaxTokenLength || strings.Count(token, ".") != 2 {
+		return nil, ErrNotOurs
+	}
+	msg, err := jws.ParseString(token)
+	if err != nil || len(msg.Signatures()) != 1 {
+		return nil, ErrNotOurs
+	}
+	h := msg.Signatures()[0].ProtectedHeaders()
+	if alg, _ := h.Algorithm(); alg != jwa.RS256() {
+		return nil, ErrNotOurs
+	}
+	if t, _ := h.Type(); t != typ {
+		return nil, ErrNotOurs
+	}
+	kid, _ := h.KeyID()
+	pub := k.PublicKey(kid)
+	if pub == nil {
+		return nil, ErrNotOurs
+	}
+	// jwx's compact fast path, as webserver/protocol/lti: unlike jws.Verify it refuses a "crit"
+	// header (RFC 7515 §4.1.11; we understand no extension) and a "b64" one (RFC 7797).
+	payload, err := jws.VerifyCompactFast(pub, []byte(token), jwa.RS256())
+	if err != nil {
+		return nil, ErrNotOurs
+	}
+	return payload, nil
+}
+
 // PublicKey returns the public key of kid if the keyring holds it (whether it signs yet or
 // not, or no longer), nil otherwise. The key is shared: do not modify it.
 func (k *Keyring) PublicKey(kid string) *rsa.PublicKey {
-	if key, ok := k.ring.Load().Lookup(kid); ok {
+	if key, ok := keyring.Keys(&k.ring).Lookup(kid); ok {
 		return &key.Private.PublicKey
 	}
 	return nil
@@ -186,9 +201,6 @@ func (k *Keyring) PublicKey(kid string) *rsa.PublicKey {
 
 // CurrentKID returns the kid of the key that signs now, or "" when the keyring is empty.
 func (k *Keyring) CurrentKID() string {
-	key, _ := k.ring.Load().Current(time.Now())
+	key, _ := keyring.Keys(&k.ring).Current(time.Now())
 	return key.ID
 }
-
-// IDs returns the kids of the keys held, in signing order (the last active one signs).
-func (k *Keyring) IDs() []string { return k.ring.Load().IDs() }

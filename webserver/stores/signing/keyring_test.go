@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
 )
@@ -58,7 +59,7 @@ func verifyWithJWKS(t *testing.T, jwks []byte, tok string) ([]byte, error) {
 func TestSignHeaderAndPayload(t *testing.T) {
 	a := fixtureKey(t, 0, t0)
 	k := mustKeyring(t, a)
-	for _, typ := range []string{TypeJWT, TypeAccessToken, "ltiop-payload+jwt"} {
+	for _, typ := range []string{ltiwire.TypeJWT, ltiwire.TypeAccessToken, "ltiop-payload+jwt"} {
 		tok, err := k.SignAt(t0, typ, idTokenClaims)
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +113,7 @@ func TestSignPicksTheKeyByNotBefore(t *testing.T) {
 		// All keys in the future (this replica's clock is behind): the earliest signs.
 		{t0.Add(-72 * time.Hour), old},
 	} {
-		tok, err := k.SignAt(c.at, TypeJWT, idTokenClaims)
+		tok, err := k.SignAt(c.at, ltiwire.TypeJWT, idTokenClaims)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestSignPicksTheKeyByNotBefore(t *testing.T) {
 
 	// With the real clock, the current key is the one that activated at t0 (in the past).
 	now := mustKeyring(t, fixtureKey(t, 0, time.Now().Add(-time.Hour)), fixtureKey(t, 1, time.Now().Add(time.Hour)))
-	tok, err := now.Sign(TypeJWT, idTokenClaims)
+	tok, err := now.Sign(ltiwire.TypeJWT, idTokenClaims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestRotationThroughTheJWKS(t *testing.T) {
 	second := fixtureKey(t, 1, t0.Add(10*time.Minute))
 	k := mustKeyring(t, first)
 	jwks1 := k.JWKS()
-	tok1, err := k.SignAt(t0.Add(time.Minute), TypeJWT, idTokenClaims)
+	tok1, err := k.SignAt(t0.Add(time.Minute), ltiwire.TypeJWT, idTokenClaims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestRotationThroughTheJWKS(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks2 := k.JWKS()
-	tok2, err := k.SignAt(t0.Add(5*time.Minute), TypeJWT, idTokenClaims)
+	tok2, err := k.SignAt(t0.Add(5*time.Minute), ltiwire.TypeJWT, idTokenClaims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestRotationThroughTheJWKS(t *testing.T) {
 		t.Error("the new key signed before its NotBefore")
 	}
 	// A token of the new key verifies with the JWKS a tool fetched before the key signed.
-	tok3, err := k.SignAt(t0.Add(10*time.Minute), TypeJWT, idTokenClaims)
+	tok3, err := k.SignAt(t0.Add(10*time.Minute), ltiwire.TypeJWT, idTokenClaims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestEmptyKeyring(t *testing.T) {
 		if k.Ready() {
 			t.Errorf("%s: ready", name)
 		}
-		if _, err := k.Sign(TypeJWT, idTokenClaims); err == nil {
+		if _, err := k.Sign(ltiwire.TypeJWT, idTokenClaims); err == nil {
 			t.Errorf("%s: signed", name)
 		}
 		if k.CurrentKID() != "" || k.PublicKey("x") != nil || len(k.IDs()) != 0 {
@@ -319,7 +320,7 @@ func TestKeyringConcurrentUse(t *testing.T) {
 	for i := range 4 {
 		wg.Go(func() {
 			for range 10 {
-				tok, err := k.Sign(TypeJWT, idTokenClaims)
+				tok, err := k.Sign(ltiwire.TypeJWT, idTokenClaims)
 				if err != nil {
 					t.Error(err)
 					return
@@ -370,7 +371,7 @@ func TestAttach(t *testing.T) {
 		Type:       ltiv1.SecretTypeService,
 		Data:       map[string][]byte{ltiv1.SecretKeyPlatformKeys: data, ltiv1.SecretKeySealingKeyring: []byte("not ours")},
 	})
-	tok, err := k.Sign(TypeJWT, idTokenClaims)
+	tok, err := k.Sign(ltiwire.TypeJWT, idTokenClaims)
 	if err != nil {
 		t.Fatal(err)
 	}
