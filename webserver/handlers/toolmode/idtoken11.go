@@ -27,7 +27,7 @@ func rawLTI11(claims json.RawMessage) (map[string]json.RawMessage, error) {
 // addLTI11 completes a simplified token with what LTI 1.1 adds: the version of a 1.1
 // launch, Basic Outcomes availability, and the legacy identity, verified with the
 // registration's 1.1 secret or marked as not verified (status says why).
-func (t *Tool) addLTI11(token *lti.IDToken, launch *Launch, c *lti.Claims, g *grant) {
+func (t *Tool) addLTI11(token *lti.IDToken, launch *openedLaunch, c *lti.Claims, g *grant) {
 	p := t.registry.Get(launch.PlatformID)
 	secret, hasSecret := t.registry.LTI11Secret(p)
 	token.Services.Outcomes.Available = g.OutcomeURL != "" && g.SourcedID != "" && hasSecret

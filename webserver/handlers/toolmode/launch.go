@@ -1,7 +1,6 @@
 package toolmode
 
 import (
-	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/subtle"
@@ -17,53 +16,6 @@ import (
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
-
-// Launch is what an ltik carries: the validated launch, with the platform's claims as
-// received, so the integrator API needs no server-side session.
-//
-// Sealed form: the JSON of the small fields, a newline, then the claims verbatim, so
-// opening an ltik never scans the ~4 KB of claims twice.
-type Launch struct {
-	PlatformID   string `json:"p"`
-	PlatformUID  string `json:"u"` // a re-created registration does not inherit launches
-	Issuer       string `json:"i"`
-	ClientID     string `json:"c"`
-	DeploymentID string `json:"d"`
-	MessageType  string `json:"m"`
-	// TargetLinkURI is the login's, for deep-linking launches whose token has none (§12.3).
-	TargetLinkURI string `json:"l,omitempty"`
-	// ServiceKey is only in ltiks sealed by an earlier ltiop, which made it at launch; it
-	// is still answered. Now the key is minted on demand (serviceKeyFor): sealing a second
-	// token into every ltik cost a launch a sixth of its work and made the ltik a third longer.
-	ServiceKey string          `json:"k,omitempty"`
-	Claims     json.RawMessage `json:"-"`
-	// LTIVersion is set for LTI 1.1 launches (lti11.Version); empty means 1.3.
-	LTIVersion string `json:"v,omitempty"`
-
-	// issued is when the ltik was sealed, the launch's time: its service key lives from then.
-	issued time.Time
-	// minted is the service key this replica made for the launch (decodeLaunch sets it).
-	minted *mintedKey
-}
-
-func encodeLaunch(l Launch) []byte {
-	head, _ := json.Marshal(l) // json.Marshal escapes newlines: the first one ends the head
-	out := make([]byte, 0, len(head)+1+len(l.Claims))
-	return append(append(append(out, head...), '\n'), l.Claims...)
-}
-
-func decodeLaunch(b []byte) (*Launch, error) {
-	head, claims, ok := bytes.Cut(b, []byte{'\n'})
-	if !ok {
-		return nil, errors.New("not a sealed launch")
-	}
-	l := Launch{minted: new(mintedKey)}
-	if err := json.Unmarshal(head, &l); err != nil {
-		return nil, err
-	}
-	l.Claims = claims
-	return &l, nil
-}
 
 // pendingLaunch is sealed into the platform-storage check page: the validated launch
 // waits there until the page proves the browser holds the login's binding value.

@@ -27,7 +27,6 @@ const (
 	CodeNoticesNotConfigured  = "NOTICES_NOT_CONFIGURED"
 	CodeInvalidNoticeBatch    = "INVALID_NOTICE_BATCH"
 	CodeNoticeDeliveryFailed  = "NOTICE_DELIVERY_FAILED"
-	CodeInvalidNoticeKeyAuth  = "INVALID_NOTICE_AUTH_AUTHORIZATION_HEADER"
 	defaultNoticeKeyLifetime  = time.Hour
 	defaultNoticeMaxBatch     = 100
 	noticeRetryAfterSeconds   = 30
@@ -292,16 +291,6 @@ func (t *Tool) noticeKey(p *registry.Platform, c *lti.Claims) (string, time.Time
 	expires := t.now().Add(lifetime)
 	key, err := t.keyring.Seal(sessions.PurposeNoticeKey, b, lifetime)
 	return key, expires, err
-}
-
-// openNoticeKey authenticates NOTICE-AUTH-V1 <API_KEY>:<noticeKey>.
-func (t *Tool) openNoticeKey(credential string) (*grant, *httpapi.Error) {
-	g, herr := t.openSealedGrant(credential, sessions.PurposeNoticeKey,
-		httpapi.Errorf(http.StatusUnauthorized, CodeInvalidNoticeKeyAuth, "The API key or the notice key is invalid, or the notice key has expired."))
-	if g != nil {
-		g.notice = true
-	}
-	return g, herr
 }
 
 func errString(err error) string {

@@ -84,9 +84,8 @@ type Tool struct {
 	keys      *registry.PeerKeys
 	keyring   *sessions.Keyring
 	replay    replay.Store
-	apiKey    *httpapi.APIKey
 	services  *advantage.Client
-	ltiks     *ltikCache
+	auth      *authenticator // the launch services' credentials (credential.go)
 	now       func() time.Time
 	// formAction is the CSP form-action source list of the pages: ltiop and the
 	// integrator pages a form post may end on.
@@ -110,8 +109,11 @@ func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring 
 			formAction = append(formAction, d.Scheme+"://"+d.Host)
 		}
 	}
-	return &Tool{opts: opts, publicURL: u, origin: u.Scheme + "://" + u.Host, registry: reg, keys: keys, keyring: keyring,
-		replay: replays, apiKey: apiKey, services: services, ltiks: newLtikCache(), now: time.Now, formAction: strings.Join(formAction, " ")}, nil
+	t := &Tool{opts: opts, publicURL: u, origin: u.Scheme + "://" + u.Host, registry: reg, keys: keys, keyring: keyring,
+		replay: replays, services: services, now: time.Now, formAction: strings.Join(formAction, " ")}
+	t.auth = &authenticator{registry: reg, keyring: keyring, apiKey: apiKey, ltiks: newLtikCache(),
+		now: func() time.Time { return t.now() }, serviceKeyLifetime: opts.ServiceKeyLifetime}
+	return t, nil
 }
 
 // secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).
