@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
@@ -152,6 +153,16 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.renderStorageLaunch(w, st, sealed)
+}
+
+// renderStorageLaunch is the page that reads the binding value back from platform storage
+// and posts it, with the sealed pending launch, to LaunchComplete.
+func (t *Tool) renderStorageLaunch(w http.ResponseWriter, st loginState, pending string) {
+	launchesTotal.WithLabelValues("launch", "storage_check").Inc()
+	t.render(w, http.StatusOK, "storage_launch.html", map[string]any{
+		"Target": st.Storage, "Origin": st.StorageOrigin, "Key": storageKeyPrefix + st.ID,
+		"Pending": pending, "Action": t.opts.PublicURL + paths.LaunchComplete,
+	})
 }
 
 // LaunchComplete serves POST /lti/launch/complete: the platform-storage check page posts

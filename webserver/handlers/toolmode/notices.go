@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ltiop/ltiop/internal/replay"
-	"github.com/ltiop/ltiop/webserver/clients/webhook"
 	"github.com/ltiop/ltiop/webserver/protocol/apierr"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
@@ -33,18 +32,6 @@ const (
 	noticeEventType           = "lti.notice"
 	noticeReplayMinimumWindow = time.Hour
 )
-
-// NoticeOptions configure the Platform Notification Service (docs/notices.md).
-type NoticeOptions struct {
-	// WebhookURL receives the notices of registrations that name no spec.noticeWebhookUrl.
-	WebhookURL string
-	// Webhook signs and sends; nil refuses every notice (NOTICES_NOT_CONFIGURED).
-	Webhook *webhook.Sender
-	// KeyLifetime is how long a notice key opens (zero: one hour).
-	KeyLifetime time.Duration
-	// MaxBatch is the most notices one POST may carry (zero: 100).
-	MaxBatch int
-}
 
 var noticesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "ltiop_notices_total",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
@@ -60,6 +61,18 @@ type Options struct {
 	// Health, when set, is told the outcome of every launch of a known registration
 	// (launchhealth records it on the registration).
 	Health LaunchHealth
+}
+
+// NoticeOptions configure the Platform Notification Service (docs/notices.md).
+type NoticeOptions struct {
+	// WebhookURL receives the notices of registrations that name no spec.noticeWebhookUrl.
+	WebhookURL string
+	// Webhook signs and sends; nil refuses every notice (NOTICES_NOT_CONFIGURED).
+	Webhook *webhook.Sender
+	// KeyLifetime is how long a notice key opens (zero: one hour).
+	KeyLifetime time.Duration
+	// MaxBatch is the most notices one POST may carry (zero: 100).
+	MaxBatch int
 }
 
 // LaunchHealth learns how each registration's launches go. It must not block: it is
