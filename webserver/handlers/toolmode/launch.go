@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
+	"github.com/ltiop/ltiop/webserver/protocol/lti11"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
@@ -32,7 +32,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, lti.CodeMissingIDToken, "The launch request could not be read."))
 		return
 	}
-	if isLaunch11(r) { // an LTI 1.1 launch to the same URL (launch11.go)
+	if lti11.IsLaunch(r.PostForm) { // an LTI 1.1 launch to the same URL (launch11.go)
 		t.launch11(w, r)
 		return
 	}
@@ -121,19 +121,12 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, p, herr)
 		return
 	}
-	record := Launch{
-		PlatformID: p.ID, PlatformUID: string(p.UID), Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
-		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
-		TargetLinkURI: st.TargetLinkURI,
-	}
-	launch := encodeLaunch(record)
-	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, launch, ltikTTL)
-	if err != nil {
-		t.refuse(w, r, p, sessions.ErrSealingNotReady)
+	ltik, herr := t.handOff("launch", p, claims, st.TargetLinkURI, "")
+	if herr != nil {
+		t.refuse(w, r, p, herr)
 		return
 	}
 	target := withLtik(destination, ltik)
-	launchesTotal.WithLabelValues("launch", "ok").Inc()
 	if t.opts.Health != nil {
 		t.opts.Health.Launched(p)
 	}
@@ -205,59 +198,6 @@ func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
 	}
 	launchesTotal.WithLabelValues("storage_check", "ok").Inc()
 	httpapi.Redirect(w, withLtik(pl.Destination, pl.Ltik), http.StatusSeeOther)
-}
-
-// destination is the integrator page for the message type, carrying the query of the
-// target link from the signed claim (T-TOK-22: not the unsigned login parameter).
-func (t *Tool) destination(c *lti.Claims) (string, *httpapi.Error) {
-	u, herr := t.destinationBase(c.MessageType)
-	if herr != nil {
-		return "", herr
-	}
-	target := c.TargetLinkURI
-	if target != "" {
-		if tu, err := url.Parse(target); err == nil && tu.RawQuery != "" {
-			q := u.Query()
-			for k, vs := range tu.Query() {
-				for _, v := range vs {
-					q.Add(k, v)
-				}
-			}
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.String(), nil
-}
-
-// destinationBase is the configured integrator page for the message type, with its own
-// query only.
-func (t *Tool) destinationBase(messageType string) (*url.URL, *httpapi.Error) {
-	base := t.opts.LaunchURL
-	if messageType == lti.MessageDeepLinking && t.opts.DeepLinkingURL != "" {
-		base = t.opts.DeepLinkingURL
-	}
-	if u := t.opts.MessageLaunchURLs[messageType]; u != "" {
-		base = u
-	} else if messageType == lti.MessageSubmissionReview && t.opts.SubmissionReviewURL != "" {
-		base = t.opts.SubmissionReviewURL // T-SR-06
-	}
-	if base == "" {
-		return nil, httpapi.Errorf(http.StatusServiceUnavailable, lti.CodeLaunchNotConfigured,
-			"The tool has no Launch URL configured (setting launchUrl).")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, httpapi.Errorf(http.StatusServiceUnavailable, lti.CodeLaunchNotConfigured, "The Launch URL is not a URL.")
-	}
-	return u, nil
-}
-
-func withLtik(destination, ltik string) string {
-	u, _ := url.Parse(destination)
-	q := u.Query()
-	q.Set("ltik", ltik)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // known is the registration of a login state while it is the one that issued it.

@@ -2,6 +2,7 @@ package lti11
 
 import (
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,10 +23,11 @@ const (
 // (oauth_signature removed): /api/idtoken?raw=true answers with them.
 const ClaimParams = "https://ltiop.dev/claim/lti11_params"
 
-// IsLaunch reports whether a form post is an LTI 1.1 launch rather than an OIDC
-// authentication response: it names an LTI 1.x message type and carries no id_token.
-func IsLaunch(ps Params) bool {
-	return ps.Get("lti_message_type") != "" && ps.Get("id_token") == ""
+// IsLaunch reports whether a parsed form post is an LTI 1.1 launch rather than an OIDC
+// authentication response: it names an LTI 1.x message type and carries no id_token. Tool
+// mode's launch URL serves both versions with this test.
+func IsLaunch(form url.Values) bool {
+	return form.Get("lti_message_type") != "" && form.Get("id_token") == ""
 }
 
 // CheckLaunch checks the LTI parameters a basic launch requires (LTI11-PARAM-01):
