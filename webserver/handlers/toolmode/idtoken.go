@@ -6,6 +6,7 @@ import (
 
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
+	"github.com/ltiop/ltiop/webserver/protocol/lti11"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
 
@@ -23,7 +24,7 @@ func (t *Tool) IDToken(w http.ResponseWriter, r *http.Request) {
 		var claims map[string]json.RawMessage
 		var err error
 		if launch.LTIVersion != "" {
-			claims, err = rawLTI11(launch.Claims) // idtoken11.go
+			claims, err = lti11.RawParams(launch.Claims)
 			if err == nil {
 				httpapi.WriteJSON(w, http.StatusOK, claims)
 				return
