@@ -9,7 +9,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
 
-// CodeServiceNotAvailable: the launch's context offers no such service, or not with the
+// CodeServiceNotAvailable means the launch's context offers no such service, or not with the
 // scope it needs.
 const CodeServiceNotAvailable = "SERVICE_NOT_AVAILABLE_FOR_CONTEXT"
 
