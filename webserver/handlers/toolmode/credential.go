@@ -38,6 +38,9 @@ const (
 // rosters and grades for years. Each launch in a course gives a fresh one.
 const defaultServiceKeyLifetime = 90 * 24 * time.Hour
 
+// defaultNoticeKeyLifetime is a notice key's when NoticeOptions.KeyLifetime is zero.
+const defaultNoticeKeyLifetime = time.Hour
+
 // Launch is what an ltik carries: the validated launch, with the platform's claims as
 // received, so the integrator API needs no server-side session.
 //
@@ -238,6 +241,8 @@ type authenticator struct {
 	now      func() time.Time
 	// serviceKeyLifetime is Options.ServiceKeyLifetime (zero: defaultServiceKeyLifetime).
 	serviceKeyLifetime time.Duration
+	// noticeKeyLifetime is NoticeOptions.KeyLifetime (zero: defaultNoticeKeyLifetime).
+	noticeKeyLifetime time.Duration
 }
 
 // require admits LTIK-AUTH-V2 (and V1) and, when allowServiceKey, SERVICE-AUTH-V1 and
@@ -417,6 +422,23 @@ func (a *authenticator) serviceKey(g *grant) (string, error) {
 		l.serviceKey, l.mintErr = a.keyring.SealUntil(sessions.PurposeServiceKey, b, exp)
 	})
 	return l.serviceKey, l.mintErr
+}
+
+// noticeKey seals the grant of a notice: the registration, the deployment, and the service
+// URLs the notice's claims name (grantFromClaims, as for a launch), for noticeKeyLifetime.
+func (a *authenticator) noticeKey(p *registry.Platform, c *lti.Claims) (string, time.Time, error) {
+	g := grantFromClaims(string(p.UID), &Launch{PlatformID: p.ID, PlatformUID: string(p.UID), DeploymentID: c.DeploymentID}, c)
+	b, err := json.Marshal(g)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	lifetime := a.noticeKeyLifetime
+	if lifetime <= 0 {
+		lifetime = defaultNoticeKeyLifetime
+	}
+	expires := a.now().Add(lifetime)
+	key, err := a.keyring.Seal(sessions.PurposeNoticeKey, b, lifetime)
+	return key, expires, err
 }
 
 // platformOf is the grant's registration, while it is the one the launch came from, active

@@ -26,7 +26,6 @@ const (
 	CodeNoticesNotConfigured  = "NOTICES_NOT_CONFIGURED"
 	CodeInvalidNoticeBatch    = "INVALID_NOTICE_BATCH"
 	CodeNoticeDeliveryFailed  = "NOTICE_DELIVERY_FAILED"
-	defaultNoticeKeyLifetime  = time.Hour
 	defaultNoticeMaxBatch     = 100
 	noticeRetryAfterSeconds   = 30
 	noticeEventType           = "lti.notice"
@@ -247,7 +246,7 @@ type noticeContext struct {
 }
 
 func (t *Tool) noticeEvent(p *registry.Platform, v validNotice, now time.Time) ([]byte, error) {
-	key, expires, err := t.noticeKey(p, v.claims)
+	key, expires, err := t.auth.noticeKey(p, v.claims)
 	if err != nil {
 		return nil, err
 	}
@@ -261,23 +260,6 @@ func (t *Tool) noticeEvent(p *registry.Platform, v validNotice, now time.Time) (
 		ev.Data.Context = &noticeContext{ID: c.ID, Label: c.Label, Title: c.Title}
 	}
 	return json.Marshal(ev)
-}
-
-// noticeKey seals the grant of a notice: the registration, the deployment, and the service
-// URLs the notice's claims name (grantFromClaims, as for a launch), for KeyLifetime.
-func (t *Tool) noticeKey(p *registry.Platform, c *lti.Claims) (string, time.Time, error) {
-	g := grantFromClaims(string(p.UID), &Launch{PlatformID: p.ID, PlatformUID: string(p.UID), DeploymentID: c.DeploymentID}, c)
-	b, err := json.Marshal(g)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	lifetime := t.opts.Notices.KeyLifetime
-	if lifetime <= 0 {
-		lifetime = defaultNoticeKeyLifetime
-	}
-	expires := t.now().Add(lifetime)
-	key, err := t.keyring.Seal(sessions.PurposeNoticeKey, b, lifetime)
-	return key, expires, err
 }
 
 func errString(err error) string {

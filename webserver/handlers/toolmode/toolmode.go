@@ -125,7 +125,8 @@ func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring 
 	t := &Tool{opts: opts, publicURL: u, origin: u.Scheme + "://" + u.Host, registry: reg, keys: keys, keyring: keyring,
 		replay: replays, services: services, now: time.Now, formAction: strings.Join(formAction, " ")}
 	t.auth = &authenticator{registry: reg, keyring: keyring, apiKey: apiKey, ltiks: newLtikCache(),
-		now: func() time.Time { return t.now() }, serviceKeyLifetime: opts.ServiceKeyLifetime}
+		now: func() time.Time { return t.now() }, serviceKeyLifetime: opts.ServiceKeyLifetime,
+		noticeKeyLifetime: opts.Notices.KeyLifetime}
 	return t, nil
 }
 
