@@ -3,6 +3,9 @@
 // extension, and computes the LTI 1.3 migration's oauth_consumer_key_sign, the other HMAC
 // keyed with an LTI 1.1 shared secret. Standard library only: the web server's LTI 1.1
 // handlers (webserver/protocol/lti11) and the LMS simulator both build on it.
+//
+// It is in internal/, not beside webserver/protocol/lti11, because simulators may import
+// only api/ and internal/ and the LMS simulator signs with it.
 package oauth1
 
 import (

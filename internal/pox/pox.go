@@ -1,6 +1,9 @@
 // Package pox builds and reads the IMS POX messages of LTI 1.1 Basic Outcomes
 // (replaceResult, readResult, deleteResult), for the web server's outcomes client and the LMS
 // simulator's outcomes service. Standard library only.
+//
+// It is in internal/, not beside webserver/protocol/lti11, because simulators may import
+// only api/ and internal/ and the LMS simulator's outcomes service reads and answers with it.
 package pox
 
 import (

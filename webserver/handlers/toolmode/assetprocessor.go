@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
@@ -26,34 +25,6 @@ const (
 
 // DefaultMaxAssetBytes bounds an asset download when Options.MaxAssetBytes is zero.
 const DefaultMaxAssetBytes = 100 << 20
-
-// addAssetProcessor fills the grant's Asset Processor and EULA members from the claims of
-// a launch or notice. A scope the platform did not grant leaves the service unavailable.
-func (g *grant) addAssetProcessor(ap *lti.AssetProcessor) {
-	if s := ap.AssetService; s != nil {
-		for _, a := range s.Assets {
-			if a.ID == "" || a.URL == "" {
-				continue
-			}
-			if g.AssetURLs == nil {
-				g.AssetURLs = make(map[string]string, len(s.Assets))
-			}
-			g.AssetURLs[a.ID] = a.URL
-		}
-		g.AssetScope, _ = lti.HasScope(s.Scope, ltiwire.ScopeAssetReadOnly)
-	}
-	if r := ap.AssetReport; r != nil && r.ReportURL != "" {
-		g.ReportURL = r.ReportURL
-		g.ReportScope, _ = lti.HasScope(r.Scope, ltiwire.ScopeReport)
-	}
-	if e := ap.EulaService; e != nil && e.URL != "" {
-		g.EulaURL, g.EulaScopes = e.URL, slices.Clone(e.Scope)
-	}
-}
-
-func (g *grant) hasAssetProcessor() bool {
-	return len(g.AssetURLs) > 0 || g.ReportURL != "" || g.EulaURL != ""
-}
 
 // assetClient is the client of asset downloads: its own, with a longer timeout, when set.
 func (t *Tool) assetClient() *advantage.Client {

@@ -10,7 +10,7 @@ import (
 // ForgetOpenedLtiks empties the cache of opened ltiks, so a benchmark can measure the
 // cold path of a request.
 func ForgetOpenedLtiks(t *Tool) {
-	c := t.ltiks
+	c := t.auth.ltiks
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range c.order {

@@ -1,7 +1,6 @@
 package toolmode
 
 import (
-	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/subtle"
@@ -9,61 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
+	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
+	"github.com/ltiop/ltiop/webserver/protocol/lti11"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
-
-// Launch is what an ltik carries: the validated launch, with the platform's claims as
-// received, so the integrator API needs no server-side session.
-//
-// Sealed form: the JSON of the small fields, a newline, then the claims verbatim, so
-// opening an ltik never scans the ~4 KB of claims twice.
-type Launch struct {
-	PlatformID   string `json:"p"`
-	PlatformUID  string `json:"u"` // a re-created registration does not inherit launches
-	Issuer       string `json:"i"`
-	ClientID     string `json:"c"`
-	DeploymentID string `json:"d"`
-	MessageType  string `json:"m"`
-	// TargetLinkURI is the login's, for deep-linking launches whose token has none (§12.3).
-	TargetLinkURI string `json:"l,omitempty"`
-	// ServiceKey is only in ltiks sealed by an earlier ltiop, which made it at launch; it
-	// is still answered. Now the key is minted on demand (serviceKeyFor): sealing a second
-	// token into every ltik cost a launch a sixth of its work and made the ltik a third longer.
-	ServiceKey string          `json:"k,omitempty"`
-	Claims     json.RawMessage `json:"-"`
-	// LTIVersion is set for LTI 1.1 launches (lti11.Version); empty means 1.3.
-	LTIVersion string `json:"v,omitempty"`
-
-	// issued is when the ltik was sealed, the launch's time: its service key lives from then.
-	issued time.Time
-	// minted is the service key this replica made for the launch (decodeLaunch sets it).
-	minted *mintedKey
-}
-
-func encodeLaunch(l Launch) []byte {
-	head, _ := json.Marshal(l) // json.Marshal escapes newlines: the first one ends the head
-	out := make([]byte, 0, len(head)+1+len(l.Claims))
-	return append(append(append(out, head...), '\n'), l.Claims...)
-}
-
-func decodeLaunch(b []byte) (*Launch, error) {
-	head, claims, ok := bytes.Cut(b, []byte{'\n'})
-	if !ok {
-		return nil, errors.New("not a sealed launch")
-	}
-	l := Launch{minted: new(mintedKey)}
-	if err := json.Unmarshal(head, &l); err != nil {
-		return nil, err
-	}
-	l.Claims = claims
-	return &l, nil
-}
 
 // pendingLaunch is sealed into the platform-storage check page: the validated launch
 // waits there until the page proves the browser holds the login's binding value.
@@ -79,7 +32,7 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, httpapi.Errorf(http.StatusBadRequest, lti.CodeMissingIDToken, "The launch request could not be read."))
 		return
 	}
-	if isLaunch11(r) { // an LTI 1.1 launch to the same URL (launch11.go)
+	if lti11.IsLaunch(r.PostForm) { // an LTI 1.1 launch to the same URL (launch11.go)
 		t.launch11(w, r)
 		return
 	}
@@ -168,19 +121,12 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, p, herr)
 		return
 	}
-	record := Launch{
-		PlatformID: p.ID, PlatformUID: string(p.UID), Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
-		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
-		TargetLinkURI: st.TargetLinkURI,
-	}
-	launch := encodeLaunch(record)
-	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, launch, ltikTTL)
-	if err != nil {
-		t.refuse(w, r, p, sessions.ErrSealingNotReady)
+	ltik, herr := t.handOff("launch", p, claims, st.TargetLinkURI, "")
+	if herr != nil {
+		t.refuse(w, r, p, herr)
 		return
 	}
 	target := withLtik(destination, ltik)
-	launchesTotal.WithLabelValues("launch", "ok").Inc()
 	if t.opts.Health != nil {
 		t.opts.Health.Launched(p)
 	}
@@ -200,6 +146,16 @@ func (t *Tool) Launch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.renderStorageLaunch(w, st, sealed)
+}
+
+// renderStorageLaunch is the page that reads the binding value back from platform storage
+// and posts it, with the sealed pending launch, to LaunchComplete.
+func (t *Tool) renderStorageLaunch(w http.ResponseWriter, st loginState, pending string) {
+	launchesTotal.WithLabelValues("launch", "storage_check").Inc()
+	t.render(w, http.StatusOK, "storage_launch.html", map[string]any{
+		"Target": st.Storage, "Origin": st.StorageOrigin, "Key": storageKeyPrefix + st.ID,
+		"Pending": pending, "Action": t.opts.PublicURL + paths.LaunchComplete,
+	})
 }
 
 // LaunchComplete serves POST /lti/launch/complete: the platform-storage check page posts
@@ -242,59 +198,6 @@ func (t *Tool) LaunchComplete(w http.ResponseWriter, r *http.Request) {
 	}
 	launchesTotal.WithLabelValues("storage_check", "ok").Inc()
 	httpapi.Redirect(w, withLtik(pl.Destination, pl.Ltik), http.StatusSeeOther)
-}
-
-// destination is the integrator page for the message type, carrying the query of the
-// target link from the signed claim (T-TOK-22: not the unsigned login parameter).
-func (t *Tool) destination(c *lti.Claims) (string, *httpapi.Error) {
-	u, herr := t.destinationBase(c.MessageType)
-	if herr != nil {
-		return "", herr
-	}
-	target := c.TargetLinkURI
-	if target != "" {
-		if tu, err := url.Parse(target); err == nil && tu.RawQuery != "" {
-			q := u.Query()
-			for k, vs := range tu.Query() {
-				for _, v := range vs {
-					q.Add(k, v)
-				}
-			}
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.String(), nil
-}
-
-// destinationBase is the configured integrator page for the message type, with its own
-// query only.
-func (t *Tool) destinationBase(messageType string) (*url.URL, *httpapi.Error) {
-	base := t.opts.LaunchURL
-	if messageType == lti.MessageDeepLinking && t.opts.DeepLinkingURL != "" {
-		base = t.opts.DeepLinkingURL
-	}
-	if u := t.opts.MessageLaunchURLs[messageType]; u != "" {
-		base = u
-	} else if messageType == lti.MessageSubmissionReview && t.opts.SubmissionReviewURL != "" {
-		base = t.opts.SubmissionReviewURL // T-SR-06
-	}
-	if base == "" {
-		return nil, httpapi.Errorf(http.StatusServiceUnavailable, lti.CodeLaunchNotConfigured,
-			"The tool has no Launch URL configured (setting launchUrl).")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, httpapi.Errorf(http.StatusServiceUnavailable, lti.CodeLaunchNotConfigured, "The Launch URL is not a URL.")
-	}
-	return u, nil
-}
-
-func withLtik(destination, ltik string) string {
-	u, _ := url.Parse(destination)
-	q := u.Query()
-	q.Set("ltik", ltik)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // known is the registration of a login state while it is the one that issued it.

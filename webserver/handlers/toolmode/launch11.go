@@ -8,18 +8,11 @@ import (
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
 	"github.com/ltiop/ltiop/webserver/protocol/lti11"
-	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
 
 // CodeLTI11SecretMissing means the registration names a shared-secret Secret the web server
 // cannot read (absent, unlabelled, or without the data key). An operator's fix, so 503.
 const CodeLTI11SecretMissing = "LTI11_SECRET_NOT_AVAILABLE"
-
-// isLaunch11 tells an LTI 1.1 launch (a form post naming lti_message_type, no id_token)
-// from the OIDC authentication response, once the form is parsed.
-func isLaunch11(r *http.Request) bool {
-	return r.PostForm.Get("lti_message_type") != "" && r.PostForm.Get("id_token") == ""
-}
 
 // launch11 serves an LTI 1.1 basic launch posted to /lti/launch, the URL LMS
 // administrators already have: OAuth 1.0a checked against the registration holding the
@@ -86,19 +79,12 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, herr)
 		return
 	}
-	destination := base.String()
-	record := Launch{
-		PlatformID: p.ID, PlatformUID: string(p.UID), Issuer: claims.Issuer, ClientID: p.Spec.ClientID,
-		DeploymentID: claims.DeploymentID, MessageType: claims.MessageType, Claims: claims.Raw,
-		TargetLinkURI: signed, LTIVersion: lti11.Version,
-	}
-	ltik, err := t.keyring.Seal(sessions.PurposeLTIK, encodeLaunch(record), ltikTTL)
-	if err != nil {
-		t.fail(w, r, sessions.ErrSealingNotReady)
+	ltik, herr := t.handOff("launch11", p, claims, signed, lti11.Version)
+	if herr != nil {
+		t.fail(w, r, herr)
 		return
 	}
-	launchesTotal.WithLabelValues("launch11", "ok").Inc()
-	httpapi.Redirect(w, withLtik(destination, ltik), http.StatusSeeOther)
+	httpapi.Redirect(w, withLtik(base.String(), ltik), http.StatusSeeOther)
 }
 
 // launch11URL is the launch URL as the LMS was given it (status.launchUrl): ltiop's public

@@ -199,6 +199,15 @@ func (t *Tool) setBindingCookie(w http.ResponseWriter, st loginState) {
 	http.SetCookie(w, c)
 }
 
+// renderStorageLogin is the page that stores the binding value in platform storage, then
+// goes on to the platform's authorization endpoint (next).
+func (t *Tool) renderStorageLogin(w http.ResponseWriter, st loginState, next string) {
+	t.render(w, http.StatusOK, "storage_login.html", map[string]any{
+		"Target": st.Storage, "Origin": st.StorageOrigin, "Key": storageKeyPrefix + st.ID,
+		"Value": st.Bind, "Next": next,
+	})
+}
+
 func bindingCookie(stateID string) string { return "ltiop_state_" + stateID }
 
 func loginErr(code, description string) *httpapi.Error {

@@ -7,7 +7,6 @@ import (
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
-	"github.com/ltiop/ltiop/webserver/protocol/lti"
 )
 
 // maxNoticeTypeLength bounds a notice type name in the integrator's requests.
@@ -34,20 +33,6 @@ type NoticeHandlersView struct {
 type noticeHandlerRequest struct {
 	NoticeType   string `json:"noticeType"`
 	MaxBatchSize *int   `json:"maxBatchSize,omitempty"`
-}
-
-// pnsURL is the launch's platform_notification_service_url: from the sealed service key,
-// or read from the launch's claims.
-func (g *grant) pnsURL() string {
-	if g.PNSURL != "" {
-		return g.PNSURL
-	}
-	if g.claims != nil {
-		if p := lti.DecodePNS(g.claims.Raw); p != nil {
-			return p.URL
-		}
-	}
-	return ""
 }
 
 // noticeEndpoint is ltiop's notice endpoint for the grant's registration.

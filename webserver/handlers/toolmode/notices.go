@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ltiop/ltiop/internal/replay"
-	"github.com/ltiop/ltiop/webserver/clients/webhook"
 	"github.com/ltiop/ltiop/webserver/protocol/apierr"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
@@ -27,25 +26,11 @@ const (
 	CodeNoticesNotConfigured  = "NOTICES_NOT_CONFIGURED"
 	CodeInvalidNoticeBatch    = "INVALID_NOTICE_BATCH"
 	CodeNoticeDeliveryFailed  = "NOTICE_DELIVERY_FAILED"
-	CodeInvalidNoticeKeyAuth  = "INVALID_NOTICE_AUTH_AUTHORIZATION_HEADER"
-	defaultNoticeKeyLifetime  = time.Hour
 	defaultNoticeMaxBatch     = 100
 	noticeRetryAfterSeconds   = 30
 	noticeEventType           = "lti.notice"
 	noticeReplayMinimumWindow = time.Hour
 )
-
-// NoticeOptions configure the Platform Notification Service (docs/notices.md).
-type NoticeOptions struct {
-	// WebhookURL receives the notices of registrations that name no spec.noticeWebhookUrl.
-	WebhookURL string
-	// Webhook signs and sends; nil refuses every notice (NOTICES_NOT_CONFIGURED).
-	Webhook *webhook.Sender
-	// KeyLifetime is how long a notice key opens (zero: one hour).
-	KeyLifetime time.Duration
-	// MaxBatch is the most notices one POST may carry (zero: 100).
-	MaxBatch int
-}
 
 var noticesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "ltiop_notices_total",
@@ -261,7 +246,7 @@ type noticeContext struct {
 }
 
 func (t *Tool) noticeEvent(p *registry.Platform, v validNotice, now time.Time) ([]byte, error) {
-	key, expires, err := t.noticeKey(p, v.claims)
+	key, expires, err := t.auth.noticeKey(p, v.claims)
 	if err != nil {
 		return nil, err
 	}
@@ -275,33 +260,6 @@ func (t *Tool) noticeEvent(p *registry.Platform, v validNotice, now time.Time) (
 		ev.Data.Context = &noticeContext{ID: c.ID, Label: c.Label, Title: c.Title}
 	}
 	return json.Marshal(ev)
-}
-
-// noticeKey seals the grant of a notice: the registration, the deployment, and the service
-// URLs the notice's claims name (grantFromClaims, as for a launch), for KeyLifetime.
-func (t *Tool) noticeKey(p *registry.Platform, c *lti.Claims) (string, time.Time, error) {
-	g := grantFromClaims(string(p.UID), &Launch{PlatformID: p.ID, PlatformUID: string(p.UID), DeploymentID: c.DeploymentID}, c)
-	b, err := json.Marshal(g)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	lifetime := t.opts.Notices.KeyLifetime
-	if lifetime <= 0 {
-		lifetime = defaultNoticeKeyLifetime
-	}
-	expires := t.now().Add(lifetime)
-	key, err := t.keyring.Seal(sessions.PurposeNoticeKey, b, lifetime)
-	return key, expires, err
-}
-
-// openNoticeKey authenticates NOTICE-AUTH-V1 <API_KEY>:<noticeKey>.
-func (t *Tool) openNoticeKey(credential string) (*grant, *httpapi.Error) {
-	g, herr := t.openSealedGrant(credential, sessions.PurposeNoticeKey,
-		httpapi.Errorf(http.StatusUnauthorized, CodeInvalidNoticeKeyAuth, "The API key or the notice key is invalid, or the notice key has expired."))
-	if g != nil {
-		g.notice = true
-	}
-	return g, herr
 }
 
 func errString(err error) string {

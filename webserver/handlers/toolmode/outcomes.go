@@ -60,7 +60,7 @@ func (t *Tool) outcome(w http.ResponseWriter, r *http.Request, op string, o pox.
 		httpapi.WriteError(w, notAvailable("Basic Outcomes are not available in this launch (no lis_outcome_service_url and lis_result_sourcedid)."))
 		return
 	}
-	p, herr := t.platformOf(g)
+	p, herr := t.auth.platformOf(g)
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return

@@ -72,25 +72,10 @@ func step(r *http.Request) string {
 	}
 }
 
-func (t *Tool) renderStorageLogin(w http.ResponseWriter, st loginState, next string) {
-	t.render(w, http.StatusOK, "storage_login.html", map[string]any{
-		"Target": st.Storage, "Origin": st.StorageOrigin, "Key": storageKeyPrefix + st.ID,
-		"Value": st.Bind, "Next": next,
-	})
-}
-
-func (t *Tool) renderStorageLaunch(w http.ResponseWriter, st loginState, pending string) {
-	launchesTotal.WithLabelValues("launch", "storage_check").Inc()
-	t.render(w, http.StatusOK, "storage_launch.html", map[string]any{
-		"Target": st.Storage, "Origin": st.StorageOrigin, "Key": storageKeyPrefix + st.ID,
-		"Pending": pending, "Action": t.opts.PublicURL + paths.LaunchComplete,
-	})
-}
-
 // render writes a page with a strict Content-Security-Policy: only the page's own inline
 // script (by nonce) runs. Pages may be framed: LMSs show tools in iframes.
 func (t *Tool) render(w http.ResponseWriter, status int, name string, data map[string]any) {
-	nonce := randomToken(16)
+	nonce := httpapi.RandomToken(16)
 	data["ScriptNonce"] = nonce
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
+	"github.com/ltiop/ltiop/webserver/clients/webhook"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
@@ -62,6 +63,18 @@ type Options struct {
 	Health LaunchHealth
 }
 
+// NoticeOptions configure the Platform Notification Service (docs/notices.md).
+type NoticeOptions struct {
+	// WebhookURL receives the notices of registrations that name no spec.noticeWebhookUrl.
+	WebhookURL string
+	// Webhook signs and sends; nil refuses every notice (NOTICES_NOT_CONFIGURED).
+	Webhook *webhook.Sender
+	// KeyLifetime is how long a notice key opens (zero: one hour).
+	KeyLifetime time.Duration
+	// MaxBatch is the most notices one POST may carry (zero: 100).
+	MaxBatch int
+}
+
 // LaunchHealth learns how each registration's launches go. It must not block: it is
 // called on the launch path.
 type LaunchHealth interface {
@@ -84,9 +97,8 @@ type Tool struct {
 	keys      *registry.PeerKeys
 	keyring   *sessions.Keyring
 	replay    replay.Store
-	apiKey    *httpapi.APIKey
 	services  *advantage.Client
-	ltiks     *ltikCache
+	auth      *authenticator // the launch services' credentials (credential.go)
 	now       func() time.Time
 	// formAction is the CSP form-action source list of the pages: ltiop and the
 	// integrator pages a form post may end on.
@@ -110,8 +122,12 @@ func New(opts Options, reg *registry.Registry, keys *registry.PeerKeys, keyring 
 			formAction = append(formAction, d.Scheme+"://"+d.Host)
 		}
 	}
-	return &Tool{opts: opts, publicURL: u, origin: u.Scheme + "://" + u.Host, registry: reg, keys: keys, keyring: keyring,
-		replay: replays, apiKey: apiKey, services: services, ltiks: newLtikCache(), now: time.Now, formAction: strings.Join(formAction, " ")}, nil
+	t := &Tool{opts: opts, publicURL: u, origin: u.Scheme + "://" + u.Host, registry: reg, keys: keys, keyring: keyring,
+		replay: replays, services: services, now: time.Now, formAction: strings.Join(formAction, " ")}
+	t.auth = &authenticator{registry: reg, keyring: keyring, apiKey: apiKey, ltiks: newLtikCache(),
+		now: func() time.Time { return t.now() }, serviceKeyLifetime: opts.ServiceKeyLifetime,
+		noticeKeyLifetime: opts.Notices.KeyLifetime}
+	return t, nil
 }
 
 // secureCookies says whether browser-binding cookies can be Secure (and so SameSite=None).

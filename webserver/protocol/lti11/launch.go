@@ -2,6 +2,7 @@ package lti11
 
 import (
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,10 +23,28 @@ const (
 // (oauth_signature removed): /api/idtoken?raw=true answers with them.
 const ClaimParams = "https://ltiop.dev/claim/lti11_params"
 
-// IsLaunch reports whether a form post is an LTI 1.1 launch rather than an OIDC
-// authentication response: it names an LTI 1.x message type and carries no id_token.
-func IsLaunch(ps Params) bool {
-	return ps.Get("lti_message_type") != "" && ps.Get("id_token") == ""
+// RawParams is /api/idtoken?raw=true of a 1.1 launch: the parameters its claims keep
+// under ClaimParams (as received, without oauth_signature), with ltiVersion, as the LTIAAS
+// SDK reads a raw OAuth payload.
+func RawParams(claims json.RawMessage) (map[string]json.RawMessage, error) {
+	var all struct {
+		Params map[string]json.RawMessage `json:"https://ltiop.dev/claim/lti11_params"` // ClaimParams
+	}
+	if err := json.Unmarshal(claims, &all); err != nil {
+		return nil, err
+	}
+	if all.Params == nil {
+		all.Params = map[string]json.RawMessage{}
+	}
+	all.Params["ltiVersion"] = json.RawMessage(`"` + Version + `"`)
+	return all.Params, nil
+}
+
+// IsLaunch reports whether a parsed form post is an LTI 1.1 launch rather than an OIDC
+// authentication response: it names an LTI 1.x message type and carries no id_token. Tool
+// mode's launch URL serves both versions with this test.
+func IsLaunch(form url.Values) bool {
+	return form.Get("lti_message_type") != "" && form.Get("id_token") == ""
 }
 
 // CheckLaunch checks the LTI parameters a basic launch requires (LTI11-PARAM-01):

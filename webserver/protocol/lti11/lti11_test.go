@@ -2,6 +2,7 @@ package lti11
 
 import (
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,4 +223,83 @@ func FuzzClaims(f *testing.F) {
 			t.Fatalf("ids lost: %+v %+v", c.ResourceLink, c.Context)
 		}
 	})
+}
+
+// LTI11-LAUNCH-01: the launch URL serves both versions; only a form naming an LTI 1.x
+// message type without an id_token is a 1.1 launch.
+func TestIsLaunch(t *testing.T) {
+	for _, tc := range []struct {
+		form url.Values
+		want bool
+	}{
+		{url.Values{"lti_message_type": {MessageBasicLaunch}, "oauth_consumer_key": {key}}, true},
+		{url.Values{"lti_message_type": {"ContentItemSelectionRequest"}}, true}, // refused later, by CheckLaunch
+		{url.Values{"id_token": {"x.y.z"}, "state": {"s"}}, false},
+		{url.Values{"lti_message_type": {MessageBasicLaunch}, "id_token": {"x.y.z"}}, false},
+		{url.Values{}, false},
+	} {
+		if got := IsLaunch(tc.form); got != tc.want {
+			t.Errorf("IsLaunch(%v) = %v, want %v", tc.form, got, tc.want)
+		}
+	}
+}
+
+// LTI11-LAUNCH-01: /api/idtoken?raw=true of a 1.1 launch answers the parameters Claims
+// kept under ClaimParams, without the signature, with ltiVersion.
+func TestRawParamsReadsWhatClaimsKept(t *testing.T) {
+	raw := Claims(signedLaunch(t, MethodHMACSHA1, time.Unix(1_700_000_000, 0)), Origin{Issuer: "https://lms", ClientID: "c", TargetLinkURI: launchURL})
+	got, err := RawParams(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got["user_id"]) != `"u-1"` || string(got["context_id"]) != `"c-1"` || string(got["ltiVersion"]) != `"`+Version+`"` {
+		t.Errorf("raw parameters: %v", got)
+	}
+	if _, ok := got["oauth_signature"]; ok {
+		t.Error("raw parameters carry oauth_signature")
+	}
+	if _, ok := got["oauth_nonce"]; !ok {
+		t.Error("raw parameters lost oauth_nonce")
+	}
+	if _, err := RawParams(json.RawMessage(`[`)); err == nil {
+		t.Error("RawParams of broken claims: no error")
+	}
+}
+
+// LTI11-MIG-02: the lti11 member of /api/idtoken. A 1.1 launch vouches for its own ids; a
+// 1.3 launch's legacy ids are verified only with the registration's secret.
+func TestIdentity(t *testing.T) {
+	parse := func(m map[string]any) *lti.Claims {
+		b, _ := json.Marshal(m)
+		c, err := lti.ParseValidatedClaims(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c11 := parse(map[string]any{"iss": "https://lms", "sub": "u-1", lti.ClaimDeploymentID: key,
+		lti.ClaimResourceLink: map[string]any{"id": "rl-1"}, lti.ClaimContext: map[string]any{"id": "c-1"},
+		lti.ClaimToolPlatform: map[string]any{"guid": "lms.example.edu"}})
+	if got := Identity(c11, true, "client", key, secret); *got != (lti.IDTokenLTI11{Verified: true, Status: StatusLaunch,
+		ConsumerKey: key, UserID: "u-1", ResourceLinkID: "rl-1", ContextID: "c-1", ToolConsumerInstanceGUID: "lms.example.edu"}) {
+		t.Errorf("1.1 launch: %+v", got)
+	}
+	if got := Identity(c11, false, "client", key, secret); got != nil {
+		t.Errorf("1.3 launch without legacy claims: %+v, want nil", got)
+	}
+	legacyOnly := parse(map[string]any{"iss": "https://lms", lti.ClaimLTI11LegacyUserID: "old-7"})
+	if got := Identity(legacyOnly, false, "client", key, secret); got == nil || got.Verified || got.Status != StatusUnsigned || got.UserID != "old-7" {
+		t.Errorf("lti11_legacy_user_id alone: %+v, want unsigned and not verified", got)
+	}
+	good := "lWd54kFo5qU7xshAna6v8BwoBm6tmUjc6GTax6+12ps="
+	migrated := parse(map[string]any{"iss": "https://lmsvendor.com", "aud": "PM48OJSfGDTAzAo", "exp": 1551290856, "nonce": "172we8671fd8z",
+		lti.ClaimDeploymentID: "689302", lti.ClaimLTI11LegacyUserID: "ignored",
+		lti.ClaimLTI1p1: map[string]any{"user_id": "34212", "oauth_consumer_key": "179248902", "oauth_consumer_key_sign": good, "context_id": "c-9"}})
+	if got := Identity(migrated, false, "PM48OJSfGDTAzAo", "179248902", "my-lti11-secret"); got == nil || !got.Verified || got.Status != StatusVerified ||
+		got.UserID != "34212" || got.ConsumerKey != "179248902" || got.ContextID != "c-9" {
+		t.Errorf("signed lti1p1 claim: %+v, want verified", got)
+	}
+	if got := Identity(migrated, false, "PM48OJSfGDTAzAo", "179248902", "other"); got == nil || got.Verified || got.Status != StatusInvalid {
+		t.Errorf("signed lti1p1 claim, wrong secret: %+v, want not verified", got)
+	}
 }

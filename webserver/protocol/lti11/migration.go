@@ -48,3 +48,38 @@ func Migration(c *lti.Claims, clientID, consumerKey, secret string) (status stri
 	}
 	return StatusVerified, true
 }
+
+// Identity is the lti11 member of /api/idtoken for claims c of a launch to the registration
+// with client id clientID and 1.1 credentials (consumerKey, secret; empty when it has
+// none): for a launch made over LTI 1.1 (launched11), its own ids, vouched for by the
+// OAuth signature; for a 1.3 launch, the legacy ids of its lti1p1 claim (or its
+// lti11_legacy_user_id) with the Migration verdict. nil when a 1.3 launch carries neither.
+// Only a Verified identity may be shown as the user's legacy id.
+func Identity(c *lti.Claims, launched11 bool, clientID, consumerKey, secret string) *lti.IDTokenLTI11 {
+	if launched11 {
+		l := &lti.IDTokenLTI11{Verified: true, Status: StatusLaunch, ConsumerKey: c.DeploymentID, UserID: c.Subject}
+		if c.ResourceLink != nil {
+			l.ResourceLinkID = c.ResourceLink.ID
+		}
+		if c.Context != nil {
+			l.ContextID = c.Context.ID
+		}
+		if c.ToolPlatform != nil {
+			l.ToolConsumerInstanceGUID = c.ToolPlatform.GUID
+		}
+		return l
+	}
+	if c.LTI1p1 == nil && c.LTI11LegacyUserID == "" {
+		return nil
+	}
+	l := &lti.IDTokenLTI11{Status: StatusUnsigned, UserID: c.LTI11LegacyUserID}
+	if m := c.LTI1p1; m != nil {
+		l.Status, _ = Migration(c, clientID, consumerKey, secret)
+		l.ConsumerKey, l.ResourceLinkID, l.ContextID, l.ToolConsumerInstanceGUID = m.ConsumerKey, m.ResourceLinkID, m.ContextID, m.ToolConsumerInstanceGUID
+		if m.UserID != "" {
+			l.UserID = m.UserID
+		}
+	}
+	l.Verified = l.Status == StatusVerified
+	return l
+}
