@@ -13,7 +13,9 @@ import (
 // RequireLtik admits requests with "Authorization: LTIK-AUTH-V2 <API_KEY>:<ltik>" or the
 // legacy "LTIK-AUTH-V1 Token=<ltik>, Additional=Bearer <API_KEY>", and puts the launch's
 // grant in the request context (credential.go).
-func (t *Tool) RequireLtik(next http.Handler) http.Handler { return t.authenticator().require(next, false) }
+func (t *Tool) RequireLtik(next http.Handler) http.Handler {
+	return t.authenticator().require(next, false)
+}
 
 // IDToken serves GET /api/idtoken: the launch's simplified ID token (service interface
 // §2.3), or with raw=true the platform's claims as received.

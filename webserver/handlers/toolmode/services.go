@@ -16,7 +16,9 @@ const CodeServiceNotAvailable = "SERVICE_NOT_AVAILABLE_FOR_CONTEXT"
 // RequireService admits LTIK-AUTH-V2 (and V1), SERVICE-AUTH-V1 <API_KEY>:<serviceKey> or
 // NOTICE-AUTH-V1 <API_KEY>:<noticeKey>, and refuses everything else, Bearer included
 // (credential.go).
-func (t *Tool) RequireService(next http.Handler) http.Handler { return t.authenticator().require(next, true) }
+func (t *Tool) RequireService(next http.Handler) http.Handler {
+	return t.authenticator().require(next, true)
+}
 
 // credentials are the tool's client credentials toward the grant's platform. The
 // registration is read again: one deleted, replaced or deactivated since the request was
