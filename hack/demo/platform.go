@@ -22,7 +22,6 @@ import (
 	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
-	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/clients/webhook"
 	"github.com/ltiop/ltiop/webserver/handlers/admin"
 	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
@@ -98,10 +97,10 @@ func startDemoPlatform(toolListen, appListen, ltiopURL, apiKey string) (*demoPla
 	}
 	p.data = datasim.New(key)
 	p.data.AddMembers(demoCourseID, course.Title,
-		advantage.Member{UserID: demoUser, Name: "Sam Student", Roles: []string{roleLearner}},
-		advantage.Member{UserID: "student-2", Name: "Alex Learner", Roles: []string{roleLearner}},
-		advantage.Member{UserID: demoTeacher, Name: "Terry Teacher", Roles: []string{roleInstructor}})
-	p.lineItemID = p.data.AddLineItem(demoCourseID, advantage.LineItem{Label: "Week 1 quiz", ScoreMaximum: 10, ResourceLinkID: "week-1-quiz"})
+		datasim.Member{UserID: demoUser, Name: "Sam Student", Roles: []string{roleLearner}},
+		datasim.Member{UserID: "student-2", Name: "Alex Learner", Roles: []string{roleLearner}},
+		datasim.Member{UserID: demoTeacher, Name: "Terry Teacher", Roles: []string{roleInstructor}})
+	p.lineItemID = p.data.AddLineItem(demoCourseID, datasim.LineItem{Label: "Week 1 quiz", ScoreMaximum: 10, ResourceLinkID: "week-1-quiz"})
 
 	toolMux := http.NewServeMux()
 	toolMux.Handle("/", p.toolSim)
@@ -182,7 +181,7 @@ type platformLaunch struct {
 	scope         string
 	introspection []byte
 	members       int
-	score         advantage.Score // the score the integrator's data API received
+	score         datasim.Score // the score the integrator's data API received
 }
 
 // launchOnce launches the demo tool as a browser would, from the platform app's /start

@@ -17,7 +17,6 @@ import (
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/clients/webhook"
 )
 
@@ -42,9 +41,9 @@ var _ = Describe("Platform mode services", func() {
 		data := datasim.New(key)
 		dataSrv := httptest.NewServer(data.Handler())
 		DeferCleanup(dataSrv.Close)
-		data.AddMembers("course-1", "Biology", advantage.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
-			advantage.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
-		lineItem := data.AddLineItem("course-1", advantage.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
+		data.AddMembers("course-1", "Biology", datasim.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
+			datasim.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
+		lineItem := data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
 		integrator := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		DeferCleanup(integrator.Close)
 		d := startReplica(ns, restCfg, func(c *config.Config) {
