@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 )
 
@@ -43,20 +39,8 @@ var _ = Describe("Platform mode custom parameters", func() {
 				"link": "$ResourceLink.id", "name": "$Person.name.full", "section": "$CourseSection.sourcedId", "lang": "en"}
 		})
 
-		created := callAt(d.Local, "POST", "/api/launches", map[string]any{"toolId": "published-course", "user": "student-5",
-			"resourceLink": map[string]string{"id": "rl-9", "title": "Week 1"}}, bearer)
-		Expect(created.Status).To(Equal(201), string(created.Raw))
-		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		res, err := browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		res, err = browser.Get(res.Header.Get("Location"))
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		Expect(res.StatusCode).To(Equal(http.StatusFound))
-		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		browser, toIntegrator := browserToIntegrator(d, map[string]any{"toolId": "published-course", "user": "student-5",
+			"resourceLink": map[string]string{"id": "rl-9", "title": "Week 1"}})
 		payload := toIntegrator.Query().Get("payload")
 
 		answerBody := func(custom map[string]string) map[string]any {

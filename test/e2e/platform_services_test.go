@@ -5,19 +5,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/simulators/datasim"
-	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/clients/webhook"
+	"github.com/ltiop/ltiop/simulators/stdwebhook"
 )
 
 // Platform mode's whole chain on the real API server and the real app wiring: a tool
@@ -28,15 +23,8 @@ var _ = Describe("Platform mode services", func() {
 	It("registers a tool dynamically, launches it with ltiop's NRPS and AGS, and passes its score to the integrator", func(ctx SpecContext) {
 		const ns = "ltiop-platform-services"
 		createNamespace(ns)
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var s corev1.Secret
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ltiop-api-key"}, &s); err != nil {
-				return err
-			}
-			s.Data["webhookSecret"] = []byte(webhookSecret)
-			return k8s.Update(ctx, &s)
-		})).To(Succeed())
-		key, err := webhook.ParseSecret(webhookSecret)
+		setWebhookSecret(ns)
+		key, err := stdwebhook.ParseSecret(webhookSecret)
 		Expect(err).NotTo(HaveOccurred())
 		data := datasim.New(key)
 		dataSrv := httptest.NewServer(data.Handler())
@@ -71,19 +59,8 @@ var _ = Describe("Platform mode services", func() {
 		}).Should(Succeed())
 
 		By("launching it with the services ltiop serves")
-		created := callAt(d.Local, "POST", "/api/launches", map[string]any{"toolId": toolID, "user": "student-5",
-			"resourceLink": map[string]string{"id": "rl-1"}}, bearer)
-		Expect(created.Status).To(Equal(201), string(created.Raw))
-		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		res, err := browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		res, err = browser.Get(res.Header.Get("Location"))
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		browser, toIntegrator := browserToIntegrator(d, map[string]any{"toolId": toolID, "user": "student-5",
+			"resourceLink": map[string]string{"id": "rl-1"}})
 		answer := callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{
 			"payload":  toIntegrator.Query().Get("payload"),
 			"user":     map[string]any{"roles": []string{"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"}},

@@ -59,20 +59,7 @@ var _ = Describe("Platform mode", func() {
 		Expect(callAt(d.Local, "POST", "/api/launches", body, nil).Status).To(Equal(401))
 
 		By("creating the launch, then following the browser through the tool and ltiop")
-		created := callAt(d.Local, "POST", "/api/launches", body, bearer)
-		Expect(created.Status).To(Equal(201), string(created.Raw))
-		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		res, err := browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		Expect(res.StatusCode).To(Equal(http.StatusFound))
-		res, err = browser.Get(res.Header.Get("Location")) // the authorization request
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		Expect(res.StatusCode).To(Equal(http.StatusFound))
-		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		browser, toIntegrator := browserToIntegrator(d, body)
 		Expect(toIntegrator.Path).To(Equal("/launch"))
 
 		answer := callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{
@@ -160,6 +147,29 @@ func newToolSim(d *devInstance, mutate func(*toolsim.Config)) *toolsim.Tool {
 	tool, err := toolsim.New(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	return tool
+}
+
+// browserToIntegrator creates a launch with POST /api/launches on instance d and follows the
+// browser, which follows no redirect by itself, through the tool's login initiation and
+// ltiop's authorization endpoint; it returns the browser and where ltiop sent it: the
+// integrator's launch page, with the payload to answer.
+func browserToIntegrator(d *devInstance, launch map[string]any) (*http.Client, *url.URL) {
+	created := callAt(d.Local, "POST", "/api/launches", launch, bearer)
+	ExpectWithOffset(1, created.Status).To(Equal(201), string(created.Raw))
+	action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
+	ExpectWithOffset(1, ok).To(BeTrue())
+	browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := browser.PostForm(action, form)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	res.Body.Close()
+	ExpectWithOffset(1, res.StatusCode).To(Equal(http.StatusFound), "the tool's login initiation")
+	res, err = browser.Get(res.Header.Get("Location")) // the authorization request
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	res.Body.Close()
+	ExpectWithOffset(1, res.StatusCode).To(Equal(http.StatusFound), "ltiop's authorization endpoint")
+	toIntegrator, err := url.Parse(res.Header.Get("Location"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return browser, toIntegrator
 }
 
 // deliverToTool posts the id_token form of the integrator's launch answer to the tool, as
