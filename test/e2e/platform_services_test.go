@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -21,9 +20,6 @@ import (
 // API signed with the webhook secret.
 var _ = Describe("Platform mode services", func() {
 	It("registers a tool dynamically, launches it with ltiop's NRPS and AGS, and passes its score to the integrator", func(ctx SpecContext) {
-		const ns = "ltiop-platform-services"
-		createNamespace(ns)
-		setWebhookSecret(ns)
 		key, err := stdwebhook.ParseSecret(webhookSecret)
 		Expect(err).NotTo(HaveOccurred())
 		data := datasim.New(key)
@@ -32,20 +28,14 @@ var _ = Describe("Platform mode services", func() {
 		data.AddMembers("course-1", "Biology", datasim.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
 			datasim.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
 		lineItem := data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
-		integrator := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-		DeferCleanup(integrator.Close)
-		d := startReplica(ns, restCfg, func(c *config.Config) {
-			c.PlatformLaunchURL = integrator.URL + "/launch"
-			c.PlatformData.URL = dataSrv.URL + "/data"
-		})
+		d := startPlatformInstance("ltiop-platform-services", func(c *config.Config) { c.PlatformData.URL = dataSrv.URL + "/data" })
+		setWebhookSecret(d.Namespace) // read by an informer: the first data call below waits for it
 
 		By("the tool registering itself, pre-approved")
-		tool := newToolSim(d, nil)
-		toolSrv := httptest.NewServer(tool.Handler())
-		DeferCleanup(toolSrv.Close)
-		started := callAt(d.Local, "POST", "/api/tools/registrations", map[string]any{"initiationUrl": toolSrv.URL + "/register", "preApproved": true}, bearer)
+		tool, toolURL := serveToolSim(d, nil)
+		started := callAt(d.Local, "POST", "/api/tools/registrations", map[string]any{"initiationUrl": toolURL + "/register", "preApproved": true}, bearer)
 		Expect(started.Status).To(Equal(201), string(started.Raw))
-		reg, err := tool.Register(ctx, started.JSON["url"].(string), toolSrv.URL,
+		reg, err := tool.Register(ctx, started.JSON["url"].(string), toolURL,
 			[]string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSLineItem), string(ltiv1.ScopeAGSScore)}, false)
 		Expect(err).NotTo(HaveOccurred())
 		var toolID string

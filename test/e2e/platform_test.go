@@ -29,13 +29,11 @@ import (
 // that validates what it receives against ltiop's platform JWKS.
 var _ = Describe("Platform mode", func() {
 	It("launches a registered tool and serves its token requests", func(ctx SpecContext) {
-		d := startPlatformInstance("ltiop-platform-mode")
-		tool := newToolSim(d, nil)
-		toolSrv := httptest.NewServer(tool.Handler())
-		DeferCleanup(toolSrv.Close)
+		d := startPlatformInstance("ltiop-platform-mode", nil)
+		tool, toolURL := serveToolSim(d, nil)
 
 		By("registering the tool; the controller fills in what the vendor configures")
-		reg := registerTool(ctx, d.Namespace, "quiz-tool", tool, toolSrv.URL)
+		reg := registerTool(ctx, d.Namespace, "quiz-tool", tool, toolURL)
 		Expect(reg.Status.ClientID).To(Equal(string(reg.UID)))
 		Expect(reg.Status.DeploymentID).To(Equal("1"))
 		Expect(reg.Status.Issuer).To(Equal(d.URL))
@@ -124,13 +122,17 @@ func registerToolWith(ctx context.Context, ns, name string, tool *toolsim.Tool, 
 	return reg
 }
 
-// startPlatformInstance starts an instance in dev mode whose platform-mode launch URL is a
-// do-nothing integrator page.
-func startPlatformInstance(ns string) *devInstance {
+// startPlatformInstance starts an instance in dev mode, in a new namespace ns, whose
+// platform-mode launch URL is a do-nothing integrator page; mutate, when set, changes the
+// rest of its configuration.
+func startPlatformInstance(ns string, mutate func(*config.Config)) *devInstance {
 	integrator := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	DeferCleanup(integrator.Close)
 	return startDevInstance(ns, func(c *config.Config) {
 		c.PlatformLaunchURL = integrator.URL + "/launch"
+		if mutate != nil {
+			mutate(c)
+		}
 	})
 }
 
@@ -170,6 +172,15 @@ func browserToIntegrator(d *devInstance, launch map[string]any) (*http.Client, *
 	toIntegrator, err := url.Parse(res.Header.Get("Location"))
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return browser, toIntegrator
+}
+
+// serveToolSim is newToolSim served over loopback HTTP until the spec ends; it returns the
+// tool and its URL.
+func serveToolSim(d *devInstance, mutate func(*toolsim.Config)) (*toolsim.Tool, string) {
+	tool := newToolSim(d, mutate)
+	srv := httptest.NewServer(tool.Handler())
+	DeferCleanup(srv.Close)
+	return tool, srv.URL
 }
 
 // deliverToTool posts the id_token form of the integrator's launch answer to the tool, as
