@@ -29,7 +29,7 @@ type Delivery struct {
 // with 401, keeping nothing; made without, it keeps every delivery for its caller to check.
 type Webhook struct {
 	key     []byte
-	status  atomic.Int32
+	status  atomic.Int64
 	mu      sync.Mutex
 	got     []Delivery
 	arrived chan struct{} // a token after each delivery kept
@@ -60,7 +60,7 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // SetStatus makes the webhook answer status from now on.
-func (h *Webhook) SetStatus(status int) { h.status.Store(int32(status)) }
+func (h *Webhook) SetStatus(status int) { h.status.Store(int64(status)) }
 
 // Received returns the deliveries kept, oldest first.
 func (h *Webhook) Received() []Delivery {

@@ -102,12 +102,17 @@ func StartPlatform(toolLn, appLn net.Listener, toolBase, base, ltiopURL, apiKey 
 	return p, nil
 }
 
-// LaunchURL, DeepLinkingURL, DeepLinkingReturnURL and DataURL are the app's pages and data
-// API that ltiop is configured with.
-func (p *Platform) LaunchURL() string            { return p.Base + "/launch" }
-func (p *Platform) DeepLinkingURL() string       { return p.Base + "/deep-link" }
+// LaunchURL is the app's launch page (ltiop's platformLaunchUrl).
+func (p *Platform) LaunchURL() string { return p.Base + "/launch" }
+
+// DeepLinkingURL is the app's deep-linking page (platformDeepLinkingUrl).
+func (p *Platform) DeepLinkingURL() string { return p.Base + "/deep-link" }
+
+// DeepLinkingReturnURL is the app's deep-linking return page (platformDeepLinkingReturnUrl).
 func (p *Platform) DeepLinkingReturnURL() string { return p.Base + "/content-items" }
-func (p *Platform) DataURL() string              { return p.Base + "/ltiop-data" }
+
+// DataURL is the base URL of the app's platform data API (platformData.url).
+func (p *Platform) DataURL() string { return p.Base + "/ltiop-data" }
 
 // Close stops the tool and the app.
 func (p *Platform) Close() {

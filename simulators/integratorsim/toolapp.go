@@ -43,8 +43,10 @@ func (a *App) Handler() http.Handler {
 	return mux
 }
 
-// LaunchURL is the app's Launch URL; WebhookURL its webhook.
-func (a *App) LaunchURL() string  { return a.Base + LaunchPath }
+// LaunchURL is the app's Launch URL (ltiop's launchUrl).
+func (a *App) LaunchURL() string { return a.Base + LaunchPath }
+
+// WebhookURL is the app's webhook (ltiop's notice webhook URL).
 func (a *App) WebhookURL() string { return a.Base + WebhookPath }
 
 // Launch performs a real launch as a browser would and returns its ltik.
