@@ -20,9 +20,10 @@ import (
 	"github.com/ltiop/ltiop/simulators/toolsim"
 )
 
-// Platform is the integrator in platform mode: a learning platform whose small web app (/start, /launch, /deep-link, /content-items and the
-// platform data API under /ltiop-data, which feeds the roster and grade services ltiop
-// serves) launches an external LTI tool through ltiop. The tool is simulators/toolsim, a
+// Platform is the integrator in platform mode: a learning platform whose small web app
+// (/start, /launch, /deep-link, /content-items and the platform data API under
+// /ltiop-data, which feeds the roster and grade services ltiop serves) launches an
+// external LTI tool through ltiop. The tool is simulators/toolsim, a
 // real LTI 1.3 tool that checks everything it receives, served on a port of its own; it
 // registers itself with ltiop by dynamic registration. The requests and answers of
 // ltiop's API are written here from docs/platform-mode.md, not taken from ltiop's code.
