@@ -37,6 +37,7 @@ import (
 	"github.com/ltiop/ltiop/hack/localcluster"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/replay"
+	"github.com/ltiop/ltiop/simulators/integratorsim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
@@ -87,7 +88,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer plat.close()
+	defer plat.Close()
 	cfg, err := config.Load(nil, func(name string) string {
 		if v := os.Getenv(name); v != "" {
 			return v
@@ -95,15 +96,15 @@ func run() error {
 		return map[string]string{
 			"LTIOP_NAMESPACE": namespace, "LTIOP_PUBLIC_URL": publicURL, "LTIOP_LISTEN": listen,
 			"LTIOP_METRICS_LISTEN": "0", "LTIOP_DEV_MODE": "true",
-			"LTIOP_LAUNCH_URL": lms.launchURL(), "LTIOP_DEEP_LINKING_URL": lms.launchURL(),
+			"LTIOP_LAUNCH_URL": lms.LaunchURL(), "LTIOP_DEEP_LINKING_URL": lms.LaunchURL(),
 			// Platform notices go to the demo integrator's webhook.
-			"LTIOP_NOTICE_WEBHOOK_URL": lms.webhookURL(),
+			"LTIOP_NOTICE_WEBHOOK_URL": lms.WebhookURL(),
 			// Platform mode: the integrator's pages that answer tool launches.
-			"LTIOP_PLATFORM_LAUNCH_URL":              plat.launchURL(),
-			"LTIOP_PLATFORM_DEEP_LINKING_URL":        plat.deepLinkingURL(),
-			"LTIOP_PLATFORM_DEEP_LINKING_RETURN_URL": plat.deepLinkingReturnURL(),
+			"LTIOP_PLATFORM_LAUNCH_URL":              plat.LaunchURL(),
+			"LTIOP_PLATFORM_DEEP_LINKING_URL":        plat.DeepLinkingURL(),
+			"LTIOP_PLATFORM_DEEP_LINKING_RETURN_URL": plat.DeepLinkingReturnURL(),
 			// and its platform data API, which feeds the roster and grades ltiop serves tools.
-			"LTIOP_PLATFORM_DATA_URL": plat.dataURL(),
+			"LTIOP_PLATFORM_DATA_URL": plat.DataURL(),
 			// LMS simulators on this machine may register dynamically.
 			"LTIOP_OUTBOUND_ALLOW_LOOPBACK": "true",
 			// No load balancer to drain: Ctrl-C stops at once.
@@ -157,7 +158,7 @@ func run() error {
 	if err := seed(ctx, k8s, root, cfg, apiKey); err != nil {
 		return err
 	}
-	if err := lms.register(ctx, k8s, cfg); err != nil {
+	if err := registerLMS(ctx, k8s, cfg, lms); err != nil {
 		return err
 	}
 
@@ -187,58 +188,62 @@ func run() error {
 		return err
 	}
 
-	ltik, err := lms.launchOnce(ctx)
+	ltik, err := lms.Launch(ctx)
 	if err != nil {
 		return fmt.Errorf("the demo launch failed: %w", err)
 	}
-	token, err := lms.idToken(ctx, ltik)
+	token, err := lms.IDToken(ctx, ltik)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("\nA launch from the LMS simulator went through ltiop; GET /api/idtoken answered:\n\n%s\n", token)
-	roster, results, err := lms.services(ctx, ltik)
+	roster, results, err := lms.Services(ctx, ltik)
 	if err != nil {
 		return fmt.Errorf("the demo's service calls failed: %w", err)
 	}
 	fmt.Printf("\nGET /api/memberships?limit=3 (the course roster, through NRPS):\n\n%s\n", roster)
 	fmt.Printf("\nA grade of 87/100 was posted with POST /api/lineitems/{id}/scores; the line item's results now read:\n\n%s\n", results)
-	groups, err := lms.groups(ctx, ltik)
+	groups, err := lms.Groups(ctx, ltik)
 	if err != nil {
 		return fmt.Errorf("the demo's groups call failed: %w", err)
 	}
 	fmt.Printf("\nGET /api/groups?limit=3 (the course groups, through the Course Groups Service):\n\n%s\n", groups)
-	handler, hook, err := lms.notices(ctx, ltik)
+	handler, hook, err := lms.Notices(ctx, ltik)
 	if err != nil {
 		return fmt.Errorf("the demo's notices failed: %w", err)
 	}
 	fmt.Printf("\nPUT /api/notices/handlers registered ltiop's notice endpoint with the LMS (Platform Notification Service):\n\n%s\n", handler)
 	fmt.Printf("\nThe LMS sent a signed LtiAssetProcessorSubmissionNotice; ltiop validated it and the demo integrator's webhook\n"+
-		"received (Standard Webhooks signature verified):\n\n%s", shortenNoticeKey(hook))
-	downloads, recorded, err := lms.noticeWork(ctx, hook)
+		"received (Standard Webhooks signature verified):\n\n%s", integratorsim.ShortenNoticeKey(hook))
+	downloads, recorded, err := lms.NoticeWork(ctx, hook)
 	if err != nil {
 		return fmt.Errorf("the demo's notice-driven Asset Processor calls failed: %w", err)
 	}
 	fmt.Printf("\nWith only the webhook's notice key (NOTICE-AUTH-V1, no launch) the demo integrator downloaded the submission:\n\n%s", downloads)
-	fmt.Printf("\nand posted its report with POST /api/reports; the LMS recorded (shown at %s):\n\n%s\n", lms.base+lmssim.ReportsPagePath, recorded)
-	if err := lms.assetProcessor(ctx); err != nil {
+	fmt.Printf("\nand posted its report with POST /api/reports; the LMS recorded (shown at %s):\n\n%s\n", lms.Base+lmssim.ReportsPagePath, recorded)
+	review, err := lms.AssetProcessor(ctx)
+	if err != nil {
 		return fmt.Errorf("the demo's Asset Processor calls failed: %w", err)
 	}
+	fmt.Printf("\nAsset Processor from a launch: a teacher opened the report (LtiReportReviewRequest); with its ltik\nGET /api/assets/%s streamed the submitted essay (%s, %d bytes):\n\n  %s\n",
+		lmssim.DemoAssetID, review.ContentType, len(review.Essay), review.Essay)
+	fmt.Printf("and POST /api/reports sent this updated report to the LMS (shown at %s):\n\n%s\n", lms.Base+lmssim.ReportsPagePath, review.Posted)
 
-	if err := plat.register(ctx, k8s, cfg.Namespace); err != nil {
+	if err := registerDemoTool(ctx, plat, k8s, cfg.Namespace); err != nil {
 		return fmt.Errorf("registering the demo tool: %w", err)
 	}
-	pl, err := plat.launchOnce(ctx)
+	pl, err := plat.LaunchOnce(ctx)
 	if err != nil {
 		return fmt.Errorf("the demo platform-mode launch failed: %w", err)
 	}
 	fmt.Printf("\nPlatform mode: the integrator's platform app launched ToolRegistration %s through ltiop\n"+
 		"(POST /api/launches, the tool's login, /lti/platform/authorize, POST /api/launches/idtoken).\n"+
-		"The sample tool, registered by dynamic registration, verified the id_token and saw:\n\n%s", toolRegistrationName, pl.summary())
-	fmt.Printf("\nThe tool got an access token from /lti/platform/token (scope %s);\nPOST /api/tokens/introspect answered:\n\n%s\n", pl.scope, pl.introspection)
-	fmt.Printf("\nWith it the tool read the course roster through ltiop's NRPS, fed by the platform app's data API: %d members,\n", pl.members)
+		"The sample tool, registered by dynamic registration, verified the id_token and saw:\n\n%s", integratorsim.ToolRegistrationName, pl.Summary())
+	fmt.Printf("\nThe tool got an access token from /lti/platform/token (scope %s);\nPOST /api/tokens/introspect answered:\n\n%s\n", pl.Scope, pl.Introspection)
+	fmt.Printf("\nWith it the tool read the course roster through ltiop's NRPS, fed by the platform app's data API: %d members,\n", pl.Members)
 	fmt.Printf("and posted a score through ltiop's AGS; the demo integrator's data API received (signature verified):\n\n"+
-		"  user %s: %g/%g, %s, %s, %q\n", pl.score.UserID, *pl.score.ScoreGiven, *pl.score.ScoreMaximum, pl.score.ActivityProgress,
-		pl.score.GradingProgress, pl.score.Comment)
+		"  user %s: %g/%g, %s, %s, %q\n", pl.Score.UserID, *pl.Score.ScoreGiven, *pl.Score.ScoreMaximum, pl.Score.ActivityProgress,
+		pl.Score.GradingProgress, pl.Score.Comment)
 
 	envFile := filepath.Join(root, "tmp", "demo.env")
 	if err := writeEnvFile(envFile, kubeconfig, cfg.PublicURL, apiKey); err != nil {
@@ -249,7 +254,7 @@ func run() error {
 	if replicas > 1 {
 		topology = rs.topology(reachable(listen), replay.Redact(cfg.ReplayStore), storeNote)
 	}
-	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile, lms.base+"/start", plat.base+"/start", topology)
+	printBanner(cfg.PublicURL, apiKey, kubeconfig, envFile, lms.Base+"/start", plat.Base+"/start", topology)
 
 	select {
 	case <-ctx.Done():

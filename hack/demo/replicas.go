@@ -149,7 +149,11 @@ func (rs *replicaSet) name(n int) string {
 func (rs *replicaSet) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	ready := func(r *replica) bool {
-		res, err := getResponse(ctx, client, r.url+"/readyz")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url+"/readyz", nil)
+		if err != nil {
+			return false
+		}
+		res, err := client.Do(req)
 		if err != nil {
 			return false
 		}

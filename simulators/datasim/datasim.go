@@ -1,6 +1,6 @@
 // Package datasim is an integrator's platform data API in memory: what ltiop calls in
 // platform mode to serve Names and Roles and Assignment and Grades to tools
-// (docs/platform-mode.md, "The platform data API"). It checks every call's Standard
+// (docs/platform-services.md, "The platform data API"). It checks every call's Standard
 // Webhooks signature and that the body's operation is the one of its path, keeps members,
 // line items and scores per context, and can be told to fail.
 //
@@ -19,10 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ltiop/ltiop/webserver/clients/advantage"
-	"github.com/ltiop/ltiop/webserver/clients/platformdata"
-	"github.com/ltiop/ltiop/webserver/clients/webhook"
-	"github.com/ltiop/ltiop/webserver/protocol/lti"
+	"github.com/ltiop/ltiop/simulators/stdwebhook"
 )
 
 // API is the simulated data API. Its zero value is not usable: call New.
@@ -32,7 +29,7 @@ type API struct {
 	mu       sync.Mutex
 	contexts map[string]*course
 	nextID   int
-	calls    []platformdata.Request
+	calls    []Request
 	failWith int           // answer every call with this status (0: serve)
 	delay    time.Duration // wait before answering
 
@@ -42,9 +39,9 @@ type API struct {
 
 type course struct {
 	title     string
-	members   []advantage.Member
-	lineItems []advantage.LineItem
-	scores    map[string][]advantage.Score // by line item id
+	members   []Member
+	lineItems []LineItem
+	scores    map[string][]Score // by line item id
 }
 
 // New returns a data API that accepts calls signed with key (the decoded webhook secret).
@@ -55,14 +52,14 @@ func New(key []byte) *API {
 func (a *API) course(id string) *course {
 	c := a.contexts[id]
 	if c == nil {
-		c = &course{scores: map[string][]advantage.Score{}}
+		c = &course{scores: map[string][]Score{}}
 		a.contexts[id] = c
 	}
 	return c
 }
 
 // AddMembers adds members to a context.
-func (a *API) AddMembers(contextID, title string, members ...advantage.Member) {
+func (a *API) AddMembers(contextID, title string, members ...Member) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.course(contextID)
@@ -71,7 +68,7 @@ func (a *API) AddMembers(contextID, title string, members ...advantage.Member) {
 }
 
 // AddLineItem adds a line item to a context and returns its id.
-func (a *API) AddLineItem(contextID string, li advantage.LineItem) string {
+func (a *API) AddLineItem(contextID string, li LineItem) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.nextID++
@@ -82,14 +79,14 @@ func (a *API) AddLineItem(contextID string, li advantage.LineItem) string {
 }
 
 // Scores returns the scores received for a line item of a context.
-func (a *API) Scores(contextID, lineItemID string) []advantage.Score {
+func (a *API) Scores(contextID, lineItemID string) []Score {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.course(contextID).scores[lineItemID])
 }
 
 // Calls returns the calls received (signature checked), oldest first.
-func (a *API) Calls() []platformdata.Request {
+func (a *API) Calls() []Request {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.calls)
@@ -126,12 +123,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "POST a JSON body")
 		return
 	}
-	if err := webhook.Verify(a.key, r.Header, body, time.Now(), 5*time.Minute); err != nil {
+	if err := stdwebhook.Verify(a.key, r.Header, body, time.Now()); err != nil {
 		refuse(w, http.StatusUnauthorized, "bad signature")
 		return
 	}
-	var req platformdata.Request
-	if err := json.Unmarshal(body, &req); err != nil || !strings.HasSuffix(r.URL.Path, platformdata.Path(req.Operation)) || platformdata.Path(req.Operation) == "" {
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil || !strings.HasSuffix(r.URL.Path, Path(req.Operation)) || Path(req.Operation) == "" {
 		refuse(w, http.StatusBadRequest, "the operation is not the one of the path")
 		return
 	}
@@ -178,7 +175,7 @@ func page[T any](list []T, cursor string, limit int) ([]T, string) {
 	return list[start:end], next
 }
 
-func (a *API) answer(req *platformdata.Request) (int, any) {
+func (a *API) answer(req *Request) (int, any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c, ok := a.contexts[req.ContextID]
@@ -194,17 +191,17 @@ func (a *API) answer(req *platformdata.Request) (int, any) {
 		return -1
 	}
 	switch req.Operation {
-	case platformdata.OpMemberships:
-		var list []advantage.Member
+	case OpMemberships:
+		var list []Member
 		for _, m := range c.members {
-			if req.Role == "" || slices.Contains(lti.MembershipRoles(m.Roles), req.Role) {
+			if req.Role == "" || hasRole(m.Roles, req.Role) {
 				list = append(list, m)
 			}
 		}
 		members, next := page(list, req.Cursor, req.Limit)
-		return http.StatusOK, platformdata.MembersPage{Context: &platformdata.Context{ID: req.ContextID, Title: c.title}, Members: members, Next: next}
-	case platformdata.OpLineItems:
-		var list []advantage.LineItem
+		return http.StatusOK, MembersPage{Context: &Context{ID: req.ContextID, Title: c.title}, Members: members, Next: next}
+	case OpLineItems:
+		var list []LineItem
 		for _, li := range c.lineItems {
 			if (req.ResourceLinkID == "" || li.ResourceLinkID == req.ResourceLinkID) && (req.ResourceID == "" || li.ResourceID == req.ResourceID) &&
 				(req.Tag == "" || li.Tag == req.Tag) {
@@ -212,29 +209,29 @@ func (a *API) answer(req *platformdata.Request) (int, any) {
 			}
 		}
 		items, next := page(list, req.Cursor, req.Limit)
-		return http.StatusOK, platformdata.LineItemsPage{LineItems: items, Next: next}
-	case platformdata.OpCreateLineItem:
+		return http.StatusOK, LineItemsPage{LineItems: items, Next: next}
+	case OpCreateLineItem:
 		a.nextID++
 		li := *req.LineItem
 		li.ID = "li-" + strconv.Itoa(a.nextID)
 		c.lineItems = append(c.lineItems, li)
 		return http.StatusCreated, li
-	case platformdata.OpGetLineItem, platformdata.OpUpdateLineItem, platformdata.OpDeleteLineItem:
+	case OpGetLineItem, OpUpdateLineItem, OpDeleteLineItem:
 		i := find()
 		if i < 0 {
 			return http.StatusNotFound, "no such line item in this context"
 		}
 		switch req.Operation {
-		case platformdata.OpUpdateLineItem:
+		case OpUpdateLineItem:
 			li := *req.LineItem
 			li.ID = req.LineItemID
 			c.lineItems[i] = li
-		case platformdata.OpDeleteLineItem:
+		case OpDeleteLineItem:
 			c.lineItems = slices.Delete(c.lineItems, i, i+1)
 			return http.StatusNoContent, nil
 		}
 		return http.StatusOK, c.lineItems[i]
-	case platformdata.OpScore:
+	case OpScore:
 		if find() < 0 {
 			return http.StatusNotFound, "no such line item in this context"
 		}
@@ -246,11 +243,11 @@ func (a *API) answer(req *platformdata.Request) (int, any) {
 		}
 		c.scores[req.LineItemID] = append(prev, *req.Score)
 		return http.StatusNoContent, nil
-	case platformdata.OpResults:
+	case OpResults:
 		if find() < 0 {
 			return http.StatusNotFound, "no such line item in this context"
 		}
-		latest := map[string]advantage.Score{}
+		latest := map[string]Score{}
 		var order []string
 		for _, s := range c.scores[req.LineItemID] {
 			if _, seen := latest[s.UserID]; !seen {
@@ -258,17 +255,34 @@ func (a *API) answer(req *platformdata.Request) (int, any) {
 			}
 			latest[s.UserID] = s
 		}
-		var results []platformdata.Result
+		var results []Result
 		for _, u := range order {
 			s := latest[u]
 			if req.UserID != "" && u != req.UserID {
 				continue
 			}
-			results = append(results, platformdata.Result{UserID: u, ResultScore: s.ScoreGiven, ResultMaximum: s.ScoreMaximum,
+			results = append(results, Result{UserID: u, ResultScore: s.ScoreGiven, ResultMaximum: s.ScoreMaximum,
 				Comment: s.Comment, Timestamp: s.Timestamp})
 		}
 		list, next := page(results, req.Cursor, req.Limit)
-		return http.StatusOK, platformdata.ResultsPage{Results: list, Next: next}
+		return http.StatusOK, ResultsPage{Results: list, Next: next}
 	}
 	return http.StatusBadRequest, "unknown operation"
+}
+
+// membershipRole is the LIS namespace of the context roles a short role name stands for.
+const membershipRole = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
+
+// hasRole reports whether roles, full LIS URIs or short context role names
+// (service-interface §2.1), include role, a full URI.
+func hasRole(roles []string, role string) bool {
+	for _, r := range roles {
+		if r == "Student" {
+			r = "Learner"
+		}
+		if r == role || (!strings.Contains(r, ":") && membershipRole+r == role) {
+			return true
+		}
+	}
+	return false
 }

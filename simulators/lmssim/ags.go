@@ -197,6 +197,20 @@ func checkLineItem(li map[string]any) error {
 	return checkSubmissionReview(li["submissionReview"])
 }
 
+// readLineItem reads a line item body of a create or a replace and checks it; a bad one is
+// answered 400.
+func readLineItem(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
+	body, err := decodeObject(w, r)
+	if err == nil {
+		err = checkLineItem(body)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return body, true
+}
+
 func isISO8601(s string) bool {
 	_, err := time.Parse(time.RFC3339Nano, s)
 	return err == nil
@@ -206,12 +220,8 @@ func (l *LMS) createLineItem(w http.ResponseWriter, r *http.Request) {
 	if !l.agsRequest(w, r, ScopeLineItem) || !requireContentType(w, r, MediaLineItem) {
 		return
 	}
-	body, err := decodeObject(w, r)
-	if err == nil {
-		err = checkLineItem(body)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := readLineItem(w, r)
+	if !ok {
 		return
 	}
 	delete(body, "id") // the platform names it
@@ -267,12 +277,8 @@ func (l *LMS) putLineItem(w http.ResponseWriter, r *http.Request) {
 	if !ok || !requireContentType(w, r, MediaLineItem) {
 		return
 	}
-	body, err := decodeObject(w, r)
-	if err == nil {
-		err = checkLineItem(body)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := readLineItem(w, r)
+	if !ok {
 		return
 	}
 	l.mu.Lock()

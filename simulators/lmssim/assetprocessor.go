@@ -30,7 +30,7 @@ func AssetProcessorScopes() []string {
 	return []string{ScopeAssetReadOnly, ScopeReport, ScopeEulaUser, ScopeEulaDeployment}
 }
 
-// Claim names the simulator sends.
+// Claim names the simulator sends. webserver/protocol/lti has its own: a simulator imports no product code.
 const (
 	ClaimActivity        = "https://purl.imsglobal.org/spec/lti/claim/activity"
 	ClaimSubmission      = "https://purl.imsglobal.org/spec/lti/claim/submission"

@@ -61,14 +61,10 @@ func part(pkg string) string {
 	return top
 }
 
-// exceptions are imports that cross the layers on purpose, each with its reason.
-var exceptions = map[string]map[string]string{
-	// The integrator's data API of the demo and the tests is written against the wire
-	// types of webserver/clients/platformdata, the contract ltiop publishes for integrators, so the
-	// two cannot drift; ltiop's side of that API is checked through the tool (toolsim),
-	// which shares nothing with ltiop. Its own copy of the types is issue #23's to make.
-	module + "/simulators/datasim": {"webserver": "the platform data API's wire types"},
-}
+// exceptions are imports that cross the layers on purpose, each with its reason
+// (importer → part → reason). None today: simulators/datasim has its own copy of the
+// platform data API's wire types, kept in step by a test of webserver/clients/platformdata.
+var exceptions = map[string]map[string]string{}
 
 func TestDependenciesPointOneWay(t *testing.T) {
 	for pkg, ds := range deps(t) {

@@ -28,7 +28,6 @@ import (
 	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testenv"
-	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/clients/platformdata"
 	"github.com/ltiop/ltiop/webserver/clients/webhook"
 )
@@ -58,10 +57,10 @@ var _ = Describe("ltijs, a real LTI tool, against platform mode", func() {
 		data := datasim.New(key)
 		dataSrv := httptest.NewServer(data.Handler())
 		DeferCleanup(dataSrv.Close)
-		data.AddMembers("course-1", "Biology", advantage.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam Student"},
-			advantage.Member{UserID: "student-6", Roles: []string{"Learner"}, Name: "Alex Learner"},
-			advantage.Member{UserID: "teacher-1", Roles: []string{"Instructor"}, Name: "Terry Teacher"})
-		launchItem := data.AddLineItem("course-1", advantage.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
+		data.AddMembers("course-1", "Biology", datasim.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam Student"},
+			datasim.Member{UserID: "student-6", Roles: []string{"Learner"}, Name: "Alex Learner"},
+			datasim.Member{UserID: "teacher-1", Roles: []string{"Instructor"}, Name: "Terry Teacher"})
+		launchItem := data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
 		integrator := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		DeferCleanup(integrator.Close)
 		d := startReplica(ns, restCfg, func(c *config.Config) {

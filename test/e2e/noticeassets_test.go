@@ -14,41 +14,24 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keyring"
+	"github.com/ltiop/ltiop/simulators/integratorsim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
-
-// submissionEvent is what the integrator reads of the webhook of a submission notice.
-type submissionEvent struct {
-	Data struct {
-		Platform  map[string]string `json:"platform"`
-		NoticeKey string            `json:"noticeKey"`
-		Claims    struct {
-			AssetService struct {
-				Assets []struct {
-					ID          string `json:"asset_id"`
-					Filename    string `json:"filename"`
-					ContentType string `json:"content_type"`
-				} `json:"assets"`
-			} `json:"https://purl.imsglobal.org/spec/lti/claim/assetservice"`
-			Submission map[string]any `json:"https://purl.imsglobal.org/spec/lti/claim/submission"`
-		} `json:"claims"`
-	} `json:"data"`
-}
 
 // submissionNotice has the LMS simulator post a signed LtiAssetProcessorSubmissionNotice of
 // its submission to ltiop's notice endpoint over HTTP, as after a student submitted, and
 // returns the webhook the integrator received for it. ltiop answers the platform only after
 // the webhook answered, so the webhook has arrived when the post returns.
-func submissionNotice(lms *lmsServer, hook *integratorHook) submissionEvent {
-	hook.reset()
+func submissionNotice(lms *lmsServer, hook *integratorHook) integratorsim.NoticeWebhook {
+	hook.Reset()
 	d, err := lms.PostNotices(context.Background(), noticeEndpoint(lms), lmssim.NoticeAssetProcessorSubmission,
 		sign(lms, lms.NoticeClaims(lmssim.NoticeAssetProcessorSubmission)))
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ExpectWithOffset(1, d.Status).To(Equal(http.StatusOK), d.Body)
-	got := hook.received()
+	got := hook.Received()
 	ExpectWithOffset(1, got).To(HaveLen(1))
-	var ev submissionEvent
+	var ev integratorsim.NoticeWebhook
 	ExpectWithOffset(1, json.Unmarshal(got[0].Body, &ev)).To(Succeed())
 	ExpectWithOffset(1, ev.Data.NoticeKey).NotTo(BeEmpty())
 	return ev

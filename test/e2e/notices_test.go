@@ -3,12 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,71 +17,49 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/simulators/integratorsim"
 	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/clients/webhook"
+	"github.com/ltiop/ltiop/simulators/stdwebhook"
 )
 
 // The integrator's webhook secret, in the suite's API key Secret under webhookSecret.
 const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-// receivedWebhook is one delivery the integrator's webhook got.
-type receivedWebhook struct {
-	Header http.Header
-	Body   []byte
-}
-
-// integratorHook is the integrator's webhook: it records every delivery and answers with
-// the status it is told to (200 unless set).
+// integratorHook is the integrator's webhook (integratorsim's, which the demo uses too),
+// served for the suite: it keeps every delivery unchecked, for the specs to check, and
+// answers with the status it is told to (200 unless set).
 type integratorHook struct {
 	*httptest.Server
-	status atomic.Int32
-	mu     sync.Mutex
-	got    []receivedWebhook
+	*integratorsim.Webhook
 }
 
 func newIntegratorHook() *integratorHook {
-	h := &integratorHook{}
-	h.status.Store(http.StatusOK)
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		h.got = append(h.got, receivedWebhook{Header: r.Header.Clone(), Body: b})
-		h.mu.Unlock()
-		w.WriteHeader(int(h.status.Load()))
-	}))
+	w := integratorsim.NewWebhook(nil)
+	h := &integratorHook{Server: httptest.NewServer(w), Webhook: w}
 	DeferCleanup(h.Close)
 	return h
-}
-
-func (h *integratorHook) received() []receivedWebhook {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]receivedWebhook(nil), h.got...)
-}
-
-func (h *integratorHook) reset() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.got = nil
 }
 
 var webhookSecretOnce sync.Once
 
 // ensureWebhookSecret adds the webhook secret to the suite's API key Secret, once.
 func ensureWebhookSecret() {
-	webhookSecretOnce.Do(func() {
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var s corev1.Secret
-			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "ltiop-api-key"}, &s); err != nil {
-				return err
-			}
-			if s.Data == nil {
-				s.Data = map[string][]byte{}
-			}
-			s.Data["webhookSecret"] = []byte(webhookSecret)
-			return k8s.Update(context.Background(), &s)
-		})).To(Succeed())
-	})
+	webhookSecretOnce.Do(func() { setWebhookSecret(namespace) })
+}
+
+// setWebhookSecret adds the webhook secret to the API key Secret of namespace ns.
+func setWebhookSecret(ns string) {
+	ExpectWithOffset(1, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s corev1.Secret
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "ltiop-api-key"}, &s); err != nil {
+			return err
+		}
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data["webhookSecret"] = []byte(webhookSecret)
+		return k8s.Update(context.Background(), &s)
+	})).To(Succeed())
 }
 
 // pnsLMS is a registered LMS simulator offering services and PNS, whose notices ltiop
@@ -104,7 +80,7 @@ func pnsLMS(hook *integratorHook) *lmsServer {
 	Eventually(func() int {
 		return postNotices(lms, sign(lms, lms.NoticeClaims(lmssim.NoticeHelloWorld))).Status
 	}).Should(Equal(http.StatusOK), "the registration's webhook and the webhook secret are in place")
-	hook.reset()
+	hook.Reset()
 	return lms
 }
 
@@ -213,8 +189,8 @@ var _ = Describe("Platform Notification Service", func() {
 		firstJWT := sign(lms, first)
 		res := postNotices(lms, firstJWT)
 		Expect(res.Status).To(Equal(http.StatusOK), string(res.Raw))
-		Expect(hook.received()).To(HaveLen(1))
-		hook.reset()
+		Expect(hook.Received()).To(HaveLen(1))
+		hook.Reset()
 
 		valid := lms.NoticeClaims(lmssim.NoticeAssetProcessorSubmission)
 		forger, err := lmssim.New(lms.Issuer, lms.ClientID, lms.DeploymentID)
@@ -232,11 +208,11 @@ var _ = Describe("Platform Notification Service", func() {
 		Expect(r[2]).To(And(HaveKeyWithValue("status", "duplicate"), HaveKeyWithValue("id", noticeID(first))))
 		Expect(r[3]).To(And(HaveKeyWithValue("status", "refused"), HaveKeyWithValue("error", "TOKEN_EXPIRED")))
 
-		got := hook.received()
+		got := hook.Received()
 		Expect(got).To(HaveLen(1), "exactly one webhook")
-		key, err := webhook.ParseSecret(webhookSecret)
+		key, err := stdwebhook.ParseSecret(webhookSecret)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(webhook.Verify(key, got[0].Header, got[0].Body, time.Now(), 5*time.Minute)).To(Succeed(), "a Standard Webhooks verifier accepts it")
+		Expect(stdwebhook.Verify(key, got[0].Header, got[0].Body, time.Now())).To(Succeed(), "a Standard Webhooks verifier accepts it")
 		Expect(got[0].Header.Get("webhook-id")).To(HavePrefix("msg_"))
 
 		var ev struct {
@@ -271,21 +247,21 @@ var _ = Describe("Platform Notification Service", func() {
 	})
 
 	It("tells the platform to retry when the integrator is down, and records nothing (T-PNS-07)", func() {
-		hook.status.Store(http.StatusInternalServerError)
+		hook.SetStatus(http.StatusInternalServerError)
 		notice := sign(lms, lms.NoticeClaims(lmssim.NoticeContextCopy))
 		other := sign(lms, lms.NoticeClaims(lmssim.NoticeContextCopy))
 		res := postNotices(lms, notice, other)
 		Expect(res.Status).To(Equal(http.StatusServiceUnavailable), string(res.Raw))
 		Expect(res.errorCode()).To(Equal("NOTICE_DELIVERY_FAILED"))
 		Expect(res.Header.Get("Retry-After")).NotTo(BeEmpty())
-		Expect(hook.received()).To(HaveLen(1), "the second notice is not tried once the webhook failed")
+		Expect(hook.Received()).To(HaveLen(1), "the second notice is not tried once the webhook failed")
 
-		hook.status.Store(http.StatusNoContent)
+		hook.SetStatus(http.StatusNoContent)
 		res = postNotices(lms, notice, other)
 		Expect(res.Status).To(Equal(http.StatusOK), string(res.Raw))
 		Expect(results(res)).To(HaveEach(HaveKeyWithValue("status", "delivered")), "the failed notice was not recorded as seen")
-		Expect(hook.received()).To(HaveLen(3))
-		got := hook.received()
+		Expect(hook.Received()).To(HaveLen(3))
+		got := hook.Received()
 		Expect(got[0].Header.Get("webhook-id")).To(Equal(got[1].Header.Get("webhook-id")), "a retried notice keeps its webhook-id")
 	})
 
@@ -320,7 +296,7 @@ var _ = Describe("Platform Notification Service", func() {
 		res = call("POST", paths.NoticeEndpoint(lms.ID), `{"notices":[{"jwt":"`+strings.Repeat("a", 70<<10)+`"}]}`, nil)
 		Expect(res.Status).To(Equal(http.StatusRequestEntityTooLarge), "the body limit applies")
 
-		Expect(hook.received()).To(BeEmpty(), "nothing reached the webhook")
+		Expect(hook.Received()).To(BeEmpty(), "nothing reached the webhook")
 	})
 
 	It("the simulator registers, sends and shows what the integrator got, as the demo does", func() {
@@ -332,7 +308,7 @@ var _ = Describe("Platform Notification Service", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.Status).To(Equal(http.StatusOK), d.Body)
 		Expect(lms.Deliveries()).NotTo(BeEmpty())
-		Expect(hook.received()).To(HaveLen(1))
-		Expect(string(hook.received()[0].Body)).To(ContainSubstring("claim/origin_contexts"))
+		Expect(hook.Received()).To(HaveLen(1))
+		Expect(string(hook.Received()[0].Body)).To(ContainSubstring("claim/origin_contexts"))
 	})
 })

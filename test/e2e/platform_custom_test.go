@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
-	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 )
 
@@ -21,16 +16,14 @@ import (
 // "Publish as LTI tool" does, so a launch without the tool's spec.custom would be refused.
 var _ = Describe("Platform mode custom parameters", func() {
 	It("sends the tool's spec.custom under the launch's, with substitution variables expanded", func(ctx SpecContext) {
-		d := startPlatformInstance("ltiop-platform-custom")
-		tool := newToolSim(d, func(c *toolsim.Config) { c.RequiredCustom = []string{"id"} })
-		toolSrv := httptest.NewServer(tool.Handler())
-		DeferCleanup(toolSrv.Close)
+		d := startPlatformInstance("ltiop-platform-custom", nil)
+		tool, toolURL := serveToolSim(d, func(c *toolsim.Config) { c.RequiredCustom = []string{"id"} })
 
 		By("refusing a malformed custom map at the API server: nothing is stored")
 		bad := &ltiv1.ToolRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: "bad-custom"},
-			Spec: ltiv1.ToolRegistrationSpec{Name: "Bad", LoginURL: ltiv1.EndpointURL(toolSrv.URL + "/login"),
-				RedirectionURIs: []ltiv1.EndpointURL{ltiv1.EndpointURL(toolSrv.URL + "/launch")},
-				TargetLinkURI:   ltiv1.EndpointURL(toolSrv.URL + "/launch"),
+			Spec: ltiv1.ToolRegistrationSpec{Name: "Bad", LoginURL: ltiv1.EndpointURL(toolURL + "/login"),
+				RedirectionURIs: []ltiv1.EndpointURL{ltiv1.EndpointURL(toolURL + "/launch")},
+				TargetLinkURI:   ltiv1.EndpointURL(toolURL + "/launch"),
 				AuthConfig:      ltiv1.AuthConfig{Method: ltiv1.AuthMethodJWKKey, Key: tool.PublicJWK()},
 				Custom:          map[string]string{"resource id": "1"}}}
 		err := k8s.Create(ctx, bad)
@@ -38,25 +31,13 @@ var _ = Describe("Platform mode custom parameters", func() {
 		Expect(err.Error()).To(ContainSubstring("custom keys must be 1 to 128 letters, digits"))
 
 		By("registering the tool with its custom parameters")
-		registerToolWith(ctx, d.Namespace, "published-course", tool, toolSrv.URL, func(s *ltiv1.ToolRegistrationSpec) {
+		registerToolWith(ctx, d.Namespace, "published-course", tool, toolURL, func(s *ltiv1.ToolRegistrationSpec) {
 			s.Custom = map[string]string{"id": "7d3e5b0a-5f6c-4c1e-9a53-2f8d6c1b4e90", "user": "$User.id", "course": "$Context.id",
 				"link": "$ResourceLink.id", "name": "$Person.name.full", "section": "$CourseSection.sourcedId", "lang": "en"}
 		})
 
-		created := callAt(d.Local, "POST", "/api/launches", map[string]any{"toolId": "published-course", "user": "student-5",
-			"resourceLink": map[string]string{"id": "rl-9", "title": "Week 1"}}, bearer)
-		Expect(created.Status).To(Equal(201), string(created.Raw))
-		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		res, err := browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		res, err = browser.Get(res.Header.Get("Location"))
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		Expect(res.StatusCode).To(Equal(http.StatusFound))
-		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		browser, toIntegrator := browserToIntegrator(d, map[string]any{"toolId": "published-course", "user": "student-5",
+			"resourceLink": map[string]string{"id": "rl-9", "title": "Week 1"}})
 		payload := toIntegrator.Query().Get("payload")
 
 		answerBody := func(custom map[string]string) map[string]any {

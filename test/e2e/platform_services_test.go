@@ -1,24 +1,17 @@
 package e2e
 
 import (
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/simulators/datasim"
-	"github.com/ltiop/ltiop/simulators/lmssim"
-	"github.com/ltiop/ltiop/webserver/clients/advantage"
-	"github.com/ltiop/ltiop/webserver/clients/webhook"
+	"github.com/ltiop/ltiop/simulators/stdwebhook"
 )
 
 // Platform mode's whole chain on the real API server and the real app wiring: a tool
@@ -27,38 +20,22 @@ import (
 // API signed with the webhook secret.
 var _ = Describe("Platform mode services", func() {
 	It("registers a tool dynamically, launches it with ltiop's NRPS and AGS, and passes its score to the integrator", func(ctx SpecContext) {
-		const ns = "ltiop-platform-services"
-		createNamespace(ns)
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var s corev1.Secret
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ltiop-api-key"}, &s); err != nil {
-				return err
-			}
-			s.Data["webhookSecret"] = []byte(webhookSecret)
-			return k8s.Update(ctx, &s)
-		})).To(Succeed())
-		key, err := webhook.ParseSecret(webhookSecret)
+		key, err := stdwebhook.ParseSecret(webhookSecret)
 		Expect(err).NotTo(HaveOccurred())
 		data := datasim.New(key)
 		dataSrv := httptest.NewServer(data.Handler())
 		DeferCleanup(dataSrv.Close)
-		data.AddMembers("course-1", "Biology", advantage.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
-			advantage.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
-		lineItem := data.AddLineItem("course-1", advantage.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
-		integrator := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-		DeferCleanup(integrator.Close)
-		d := startReplica(ns, restCfg, func(c *config.Config) {
-			c.PlatformLaunchURL = integrator.URL + "/launch"
-			c.PlatformData.URL = dataSrv.URL + "/data"
-		})
+		data.AddMembers("course-1", "Biology", datasim.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
+			datasim.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
+		lineItem := data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
+		d := startPlatformInstance("ltiop-platform-services", func(c *config.Config) { c.PlatformData.URL = dataSrv.URL + "/data" })
+		setWebhookSecret(d.Namespace) // read by an informer: the first data call below waits for it
 
 		By("the tool registering itself, pre-approved")
-		tool := newToolSim(d, nil)
-		toolSrv := httptest.NewServer(tool.Handler())
-		DeferCleanup(toolSrv.Close)
-		started := callAt(d.Local, "POST", "/api/tools/registrations", map[string]any{"initiationUrl": toolSrv.URL + "/register", "preApproved": true}, bearer)
+		tool, toolURL := serveToolSim(d, nil)
+		started := callAt(d.Local, "POST", "/api/tools/registrations", map[string]any{"initiationUrl": toolURL + "/register", "preApproved": true}, bearer)
 		Expect(started.Status).To(Equal(201), string(started.Raw))
-		reg, err := tool.Register(ctx, started.JSON["url"].(string), toolSrv.URL,
+		reg, err := tool.Register(ctx, started.JSON["url"].(string), toolURL,
 			[]string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSLineItem), string(ltiv1.ScopeAGSScore)}, false)
 		Expect(err).NotTo(HaveOccurred())
 		var toolID string
@@ -72,19 +49,8 @@ var _ = Describe("Platform mode services", func() {
 		}).Should(Succeed())
 
 		By("launching it with the services ltiop serves")
-		created := callAt(d.Local, "POST", "/api/launches", map[string]any{"toolId": toolID, "user": "student-5",
-			"resourceLink": map[string]string{"id": "rl-1"}}, bearer)
-		Expect(created.Status).To(Equal(201), string(created.Raw))
-		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		res, err := browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		res, err = browser.Get(res.Header.Get("Location"))
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		browser, toIntegrator := browserToIntegrator(d, map[string]any{"toolId": toolID, "user": "student-5",
+			"resourceLink": map[string]string{"id": "rl-1"}})
 		answer := callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{
 			"payload":  toIntegrator.Query().Get("payload"),
 			"user":     map[string]any{"roles": []string{"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"}},

@@ -29,13 +29,11 @@ import (
 // that validates what it receives against ltiop's platform JWKS.
 var _ = Describe("Platform mode", func() {
 	It("launches a registered tool and serves its token requests", func(ctx SpecContext) {
-		d := startPlatformInstance("ltiop-platform-mode")
-		tool := newToolSim(d, nil)
-		toolSrv := httptest.NewServer(tool.Handler())
-		DeferCleanup(toolSrv.Close)
+		d := startPlatformInstance("ltiop-platform-mode", nil)
+		tool, toolURL := serveToolSim(d, nil)
 
 		By("registering the tool; the controller fills in what the vendor configures")
-		reg := registerTool(ctx, d.Namespace, "quiz-tool", tool, toolSrv.URL)
+		reg := registerTool(ctx, d.Namespace, "quiz-tool", tool, toolURL)
 		Expect(reg.Status.ClientID).To(Equal(string(reg.UID)))
 		Expect(reg.Status.DeploymentID).To(Equal("1"))
 		Expect(reg.Status.Issuer).To(Equal(d.URL))
@@ -59,20 +57,7 @@ var _ = Describe("Platform mode", func() {
 		Expect(callAt(d.Local, "POST", "/api/launches", body, nil).Status).To(Equal(401))
 
 		By("creating the launch, then following the browser through the tool and ltiop")
-		created := callAt(d.Local, "POST", "/api/launches", body, bearer)
-		Expect(created.Status).To(Equal(201), string(created.Raw))
-		action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
-		Expect(ok).To(BeTrue())
-		browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		res, err := browser.PostForm(action, form)
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		Expect(res.StatusCode).To(Equal(http.StatusFound))
-		res, err = browser.Get(res.Header.Get("Location")) // the authorization request
-		Expect(err).NotTo(HaveOccurred())
-		res.Body.Close()
-		Expect(res.StatusCode).To(Equal(http.StatusFound))
-		toIntegrator, _ := url.Parse(res.Header.Get("Location"))
+		browser, toIntegrator := browserToIntegrator(d, body)
 		Expect(toIntegrator.Path).To(Equal("/launch"))
 
 		answer := callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{
@@ -137,13 +122,17 @@ func registerToolWith(ctx context.Context, ns, name string, tool *toolsim.Tool, 
 	return reg
 }
 
-// startPlatformInstance starts an instance in dev mode whose platform-mode launch URL is a
-// do-nothing integrator page.
-func startPlatformInstance(ns string) *devInstance {
+// startPlatformInstance starts an instance in dev mode, in a new namespace ns, whose
+// platform-mode launch URL is a do-nothing integrator page; mutate, when set, changes the
+// rest of its configuration.
+func startPlatformInstance(ns string, mutate func(*config.Config)) *devInstance {
 	integrator := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	DeferCleanup(integrator.Close)
 	return startDevInstance(ns, func(c *config.Config) {
 		c.PlatformLaunchURL = integrator.URL + "/launch"
+		if mutate != nil {
+			mutate(c)
+		}
 	})
 }
 
@@ -160,6 +149,38 @@ func newToolSim(d *devInstance, mutate func(*toolsim.Config)) *toolsim.Tool {
 	tool, err := toolsim.New(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	return tool
+}
+
+// browserToIntegrator creates a launch with POST /api/launches on instance d and follows the
+// browser, which follows no redirect by itself, through the tool's login initiation and
+// ltiop's authorization endpoint; it returns the browser and where ltiop sent it: the
+// integrator's launch page, with the payload to answer.
+func browserToIntegrator(d *devInstance, launch map[string]any) (*http.Client, *url.URL) {
+	created := callAt(d.Local, "POST", "/api/launches", launch, bearer)
+	ExpectWithOffset(1, created.Status).To(Equal(201), string(created.Raw))
+	action, form, ok := lmssim.ParseAutoSubmit(created.JSON["form"].(string))
+	ExpectWithOffset(1, ok).To(BeTrue())
+	browser := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := browser.PostForm(action, form)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	res.Body.Close()
+	ExpectWithOffset(1, res.StatusCode).To(Equal(http.StatusFound), "the tool's login initiation")
+	res, err = browser.Get(res.Header.Get("Location")) // the authorization request
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	res.Body.Close()
+	ExpectWithOffset(1, res.StatusCode).To(Equal(http.StatusFound), "ltiop's authorization endpoint")
+	toIntegrator, err := url.Parse(res.Header.Get("Location"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return browser, toIntegrator
+}
+
+// serveToolSim is newToolSim served over loopback HTTP until the spec ends; it returns the
+// tool and its URL.
+func serveToolSim(d *devInstance, mutate func(*toolsim.Config)) (*toolsim.Tool, string) {
+	tool := newToolSim(d, mutate)
+	srv := httptest.NewServer(tool.Handler())
+	DeferCleanup(srv.Close)
+	return tool, srv.URL
 }
 
 // deliverToTool posts the id_token form of the integrator's launch answer to the tool, as

@@ -12,7 +12,7 @@ const (
 	MessageEula                   = "LtiEulaRequest"
 )
 
-// Claim names of Asset Processor and the EULA service.
+// Claim names of Asset Processor and the EULA service. simulators/lmssim keeps its own copy on purpose: it imports no product code.
 const (
 	ClaimActivity        = "https://purl.imsglobal.org/spec/lti/claim/activity"
 	ClaimSubmission      = "https://purl.imsglobal.org/spec/lti/claim/submission"
