@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/paths"
+)
+
+var _ = Describe("The reachability probe", func() {
+	// probeEvents are the probe's Events on registration name.
+	probeEvents := func(name string) []eventsv1.Event {
+		var list eventsv1.EventList
+		Expect(k8s.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Action == "Probe" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	// probed probes name now and returns the registration once its condition typ has
+	// observed the current generation.
+	probed := func(name, typ string) *ltiv1.PlatformRegistration {
+		ctx := context.Background()
+		Expect(ltiop.Reachability.ProbeNow(ctx, name)).To(BeTrue())
+		reg := &ltiv1.PlatformRegistration{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, reg)).To(Succeed())
+			c := meta.FindStatusCondition(reg.Status.Conditions, typ)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.ObservedGeneration).To(Equal(reg.Generation))
+		}).Should(Succeed())
+		return reg
+	}
+
+	It("says KeySetReachable and EndpointsReachable, with one Event when the key set starts failing and one when it recovers", func() {
+		ctx := context.Background()
+		lms := newLMS()
+		lms.EnableServices(baseURL + paths.KeySet(lms.ID)) // the simulator's token endpoint answers from now on
+
+		reg := probed(lms.ID, ltiv1.ConditionKeySetReachable)
+		ks := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)
+		Expect(ks.Status).To(Equal(metav1.ConditionTrue))
+		Expect(ks.Reason).To(Equal(ltiv1.ReasonReachable))
+		Expect(ks.Message).To(ContainSubstring("1 usable RSA signing key"))
+		ep := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionEndpointsReachable)
+		Expect(ep.Status).To(Equal(metav1.ConditionTrue), ep.Message)
+		Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue(), "Ready is kept")
+		Expect(probeEvents(lms.ID)).To(BeEmpty(), "a first passing probe is no news")
+
+		By("the LMS moves its key set: NotFound, one Warning Event")
+		reg.Spec.AuthConfig.Key = lms.URL + "/jwks-moved"
+		Expect(k8s.Update(ctx, reg)).To(Succeed())
+		Eventually(func() string { return ltiop.Registry.Get(lms.ID).Spec.AuthConfig.Key }).Should(HaveSuffix("/jwks-moved"))
+		reg = probed(lms.ID, ltiv1.ConditionKeySetReachable)
+		ks = meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)
+		Expect(ks.Status).To(Equal(metav1.ConditionFalse))
+		Expect(ks.Reason).To(Equal("NotFound"))
+		Eventually(func() int { return len(probeEvents(lms.ID)) }).Should(Equal(1))
+		ev := probeEvents(lms.ID)[0]
+		Expect(ev.Type).To(Equal("Warning"))
+		Expect(ev.Reason).To(Equal("NotFound"))
+		Expect(ev.Note).To(ContainSubstring("KeySetReachable is False"))
+		Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue(), "an unreachable key set does not make the registration un-Ready")
+
+		By("a standing failure makes no second Event")
+		Expect(ltiop.Reachability.ProbeNow(ctx, lms.ID)).To(BeTrue())
+		Consistently(func() int { return len(probeEvents(lms.ID)) }, 2*time.Second).Should(Equal(1))
+
+		By("the key set is back: True, one Normal Event")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		reg.Spec.AuthConfig.Key = lms.URL + "/jwks"
+		Expect(k8s.Update(ctx, reg)).To(Succeed())
+		Eventually(func() string { return ltiop.Registry.Get(lms.ID).Spec.AuthConfig.Key }).Should(HaveSuffix("/jwks"))
+		reg = probed(lms.ID, ltiv1.ConditionKeySetReachable)
+		Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)).To(BeTrue())
+		Eventually(func() int { return len(probeEvents(lms.ID)) }).Should(Equal(2))
+
+		By("the annotation turns the probe off for this registration: its conditions go")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		reg.Annotations = map[string]string{ltiv1.AnnotationReachabilityProbe: "off"}
+		Expect(k8s.Update(ctx, reg)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(ltiop.Reachability.ProbeNow(ctx, lms.ID)).To(BeTrue())
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+			g.Expect(meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionEndpointsReachable)).To(BeNil())
+		}).Should(Succeed())
+	})
+
+	It("goes through the SSRF guard: a key set at the cloud metadata address is NotAllowed", func() {
+		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.AuthConfig.Key = "http://169.254.169.254/latest/meta-data/" })
+		reg := probed(lms.ID, ltiv1.ConditionKeySetReachable)
+		ks := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)
+		Expect(ks.Status).To(Equal(metav1.ConditionFalse))
+		Expect(ks.Reason).To(Equal("NotAllowed"))
+	})
+})
