@@ -61,7 +61,10 @@ func writeStatus[O client.Object](ctx context.Context, c client.StatusClient, re
 	if news != nil {
 		rec.Eventf(reg, nil, corev1.EventTypeWarning, news.reason, "Validate", "%s", news.message)
 	}
-	return c.Status().Patch(ctx, next, client.MergeFrom(reg))
+	// Optimistic lock: a merge patch replaces the conditions list whole, so a patch from a
+	// stale read would undo another writer's condition (the reachability probe's); a
+	// conflict requeues the registration, which is read again.
+	return c.Status().Patch(ctx, next, client.MergeFromWithOptions(reg, client.MergeFromWithOptimisticLock{}))
 }
 
 // rateLimiter backs off failing reconciles from 1 s to 5 min, so an API server outage

@@ -9,11 +9,32 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 )
+
+// failingKeySets is ltiop_reachability_failing_registrations{check="keySet"} now.
+func failingKeySets() float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "ltiop_reachability_failing_registrations" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "check" && l.GetValue() == "keySet" {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
 
 var _ = Describe("The reachability probe", func() {
 	// probeEvents are the probe's Events on registration name.
@@ -43,6 +64,19 @@ var _ = Describe("The reachability probe", func() {
 		return reg
 	}
 
+	// update changes registration name, again on a conflict (the probe and the controller
+	// write its status meanwhile).
+	update := func(name string, change func(*ltiv1.PlatformRegistration)) {
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			reg := &ltiv1.PlatformRegistration{}
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, reg); err != nil {
+				return err
+			}
+			change(reg)
+			return k8s.Update(context.Background(), reg)
+		})).To(Succeed())
+	}
+
 	It("says KeySetReachable and EndpointsReachable, with one Event when the key set starts failing and one when it recovers", func() {
 		ctx := context.Background()
 		lms := newLMS()
@@ -57,10 +91,10 @@ var _ = Describe("The reachability probe", func() {
 		Expect(ep.Status).To(Equal(metav1.ConditionTrue), ep.Message)
 		Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue(), "Ready is kept")
 		Expect(probeEvents(lms.ID)).To(BeEmpty(), "a first passing probe is no news")
+		failing := failingKeySets()
 
 		By("the LMS moves its key set: NotFound, one Warning Event")
-		reg.Spec.AuthConfig.Key = lms.URL + "/jwks-moved"
-		Expect(k8s.Update(ctx, reg)).To(Succeed())
+		update(lms.ID, func(r *ltiv1.PlatformRegistration) { r.Spec.AuthConfig.Key = lms.URL + "/jwks-moved" })
 		Eventually(func() string { return ltiop.Registry.Get(lms.ID).Spec.AuthConfig.Key }).Should(HaveSuffix("/jwks-moved"))
 		reg = probed(lms.ID, ltiv1.ConditionKeySetReachable)
 		ks = meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)
@@ -72,24 +106,24 @@ var _ = Describe("The reachability probe", func() {
 		Expect(ev.Reason).To(Equal("NotFound"))
 		Expect(ev.Note).To(ContainSubstring("KeySetReachable is False"))
 		Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionReady)).To(BeTrue(), "an unreachable key set does not make the registration un-Ready")
+		Expect(failingKeySets()).To(Equal(failing+1), "the alert's gauge counts it")
 
 		By("a standing failure makes no second Event")
 		Expect(ltiop.Reachability.ProbeNow(ctx, lms.ID)).To(BeTrue())
 		Consistently(func() int { return len(probeEvents(lms.ID)) }, 2*time.Second).Should(Equal(1))
 
 		By("the key set is back: True, one Normal Event")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
-		reg.Spec.AuthConfig.Key = lms.URL + "/jwks"
-		Expect(k8s.Update(ctx, reg)).To(Succeed())
+		update(lms.ID, func(r *ltiv1.PlatformRegistration) { r.Spec.AuthConfig.Key = lms.URL + "/jwks" })
 		Eventually(func() string { return ltiop.Registry.Get(lms.ID).Spec.AuthConfig.Key }).Should(HaveSuffix("/jwks"))
 		reg = probed(lms.ID, ltiv1.ConditionKeySetReachable)
 		Expect(meta.IsStatusConditionTrue(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)).To(BeTrue())
 		Eventually(func() int { return len(probeEvents(lms.ID)) }).Should(Equal(2))
+		Expect(failingKeySets()).To(Equal(failing))
 
 		By("the annotation turns the probe off for this registration: its conditions go")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
-		reg.Annotations = map[string]string{ltiv1.AnnotationReachabilityProbe: "off"}
-		Expect(k8s.Update(ctx, reg)).To(Succeed())
+		update(lms.ID, func(r *ltiv1.PlatformRegistration) {
+			r.Annotations = map[string]string{ltiv1.AnnotationReachabilityProbe: "off"}
+		})
 		Eventually(func(g Gomega) {
 			g.Expect(ltiop.Reachability.ProbeNow(ctx, lms.ID)).To(BeTrue())
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())

@@ -38,7 +38,20 @@ var checksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Checks of the periodic reachability probe (leader only), by check (keySet, authenticationEndpoint, accesstokenEndpoint) and reason (OK, StaticKey, or the failure).",
 }, []string{"check", "reason"})
 
-func init() { metrics.Registry.MustRegister(checksTotal) }
+// failingRegistrations is how many registrations failed their last probe, by check (keySet,
+// endpoints): what an alert fires on. The elected replica reports it; the others, 0.
+var failingRegistrations = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "ltiop_reachability_failing_registrations",
+	Help: "Registrations whose last reachability probe failed, by check (keySet, endpoints); reported by the elected replica.",
+}, []string{"check"})
+
+func init() { metrics.Registry.MustRegister(checksTotal, failingRegistrations) }
+
+// Bits of Prober.failing.
+const (
+	failingKeySet uint8 = 1 << iota
+	failingEndpoints
+)
 
 // ProberOptions configure a Prober.
 type ProberOptions struct {
@@ -66,6 +79,9 @@ type ProberOptions struct {
 // registrations of one cloud LMS share one key set.
 type Prober struct {
 	opts ProberOptions
+
+	mu      sync.Mutex
+	failing map[string]uint8 // registration → failing bits of its last probe; one byte each
 }
 
 // NewProber returns a Prober; run it with Start.
@@ -76,7 +92,7 @@ func NewProber(opts ProberOptions) *Prober {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultProbeConcurrency
 	}
-	return &Prober{opts: opts}
+	return &Prober{opts: opts, failing: map[string]uint8{}}
 }
 
 // NeedLeaderElection is true: one replica probes.
@@ -85,11 +101,57 @@ func (p *Prober) NeedLeaderElection() bool { return true }
 // Start runs rounds until ctx ends.
 func (p *Prober) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("reachability"))
+	defer p.forgetAll() // another replica probes from now on
 	for ctx.Err() == nil {
 		p.Round(ctx, p.opts.Interval)
 	}
 	return nil
 }
+
+// setFailing records the failing bits of registration id's last probe.
+func (p *Prober) setFailing(id string, bits uint8) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.failing[id]
+	if bits == 0 {
+		delete(p.failing, id)
+	} else {
+		p.failing[id] = bits
+	}
+	adjustFailing(old, bits)
+}
+
+func adjustFailing(old, bits uint8) {
+	for _, c := range []struct {
+		bit   uint8
+		check string
+	}{{failingKeySet, "keySet"}, {failingEndpoints, "endpoints"}} {
+		switch {
+		case old&c.bit == 0 && bits&c.bit != 0:
+			failingRegistrations.WithLabelValues(c.check).Inc()
+		case old&c.bit != 0 && bits&c.bit == 0:
+			failingRegistrations.WithLabelValues(c.check).Dec()
+		}
+	}
+}
+
+// keepFailing forgets the registrations no longer probed (deleted, inactive).
+func (p *Prober) keepFailing(probed []*registry.Platform) {
+	keep := make(map[string]bool, len(probed))
+	for _, pl := range probed {
+		keep[pl.ID] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, bits := range p.failing {
+		if !keep[id] {
+			delete(p.failing, id)
+			adjustFailing(bits, 0)
+		}
+	}
+}
+
+func (p *Prober) forgetAll() { p.keepFailing(nil) }
 
 // probeable says whether p is probed: active registrations only (an inactive one may be
 // half set up, and nobody launches from it).
@@ -100,6 +162,7 @@ func probeable(p *registry.Platform) bool { return p.Spec.IsActive() && !p.Await
 func (p *Prober) Round(ctx context.Context, span time.Duration) {
 	start := time.Now()
 	platforms := p.opts.Registry.List(probeable)
+	p.keepFailing(platforms)
 	if len(platforms) == 0 { // none yet: look again soon, not a whole span later
 		sleepUntil(ctx, start.Add(min(span, time.Minute)))
 		return
@@ -200,6 +263,18 @@ func (p *Prober) probe(ctx context.Context, pl *registry.Platform, m *memo) {
 		}
 		conds = Conditions(res, reg.Generation)
 	}
+	var bits uint8
+	for _, c := range conds {
+		if c.Status != metav1.ConditionFalse {
+			continue
+		}
+		if c.Type == ltiv1.ConditionKeySetReachable {
+			bits |= failingKeySet
+		} else {
+			bits |= failingEndpoints
+		}
+	}
+	p.setFailing(pl.ID, bits)
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cur := &ltiv1.PlatformRegistration{}
 		if err := p.opts.Reader.Get(ctx, client.ObjectKeyFromObject(reg), cur); err != nil {
