@@ -143,6 +143,8 @@ type App struct {
 	Registry *registry.Registry
 	// LaunchHealth writes each registration's launch health (tests flush it directly).
 	LaunchHealth *launchhealth.Recorder
+	// ServiceCalls makes Events of failed calls to LMSs' services (tests flush it directly).
+	ServiceCalls *launchhealth.ServiceCalls
 	// Reachability probes registrations' LMSs (on the elected replica; tests probe directly).
 	Reachability *platformcheck.Prober
 
@@ -287,8 +289,14 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(health); err != nil {
 		return nil, err
 	}
+	serviceCalls := launchhealth.NewServiceCalls(launchhealth.Options{
+		Namespace: cfg.Namespace, Reader: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),
+	})
+	if err := mgr.Add(serviceCalls); err != nil {
+		return nil, err
+	}
 	tool, err := toolmode.New(toolmode.Options{
-		Notices: noticeOpts, Health: health,
+		Notices: noticeOpts, Health: health, ServiceHealth: serviceCalls,
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
@@ -346,7 +354,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}
-	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, Reachability: prober, controllers: controllers, closeReplay: closeReplay}, nil
+	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, ServiceCalls: serviceCalls, Reachability: prober, controllers: controllers, closeReplay: closeReplay}, nil
 }
 
 // Start runs ltiop until ctx ends. The replay store is closed after the web server has

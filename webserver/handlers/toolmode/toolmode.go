@@ -60,6 +60,8 @@ type Options struct {
 	// Health, when set, is told the outcome of every launch of a known registration
 	// (launchhealth records it on the registration).
 	Health LaunchHealth
+	// ServiceHealth, when set, is told of failed calls to an LMS's services.
+	ServiceHealth ServiceHealth
 }
 
 // LaunchHealth learns how each registration's launches go. It must not block: it is
