@@ -132,6 +132,22 @@ var _ = Describe("The reachability probe", func() {
 		}).Should(Succeed())
 	})
 
+	It("probes every active registration once a round, spread over the round", func() {
+		ctx := context.Background()
+		a := newLMS()
+		b := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.AuthConfig.Key = string(s.URL) + "/jwks-moved" })
+		start := time.Now()
+		ltiop.Reachability.Round(ctx, 3*time.Second)
+		Expect(time.Since(start)).To(BeNumerically(">=", 3*time.Second), "a round lasts its span")
+		for name, want := range map[string]metav1.ConditionStatus{a.ID: metav1.ConditionTrue, b.ID: metav1.ConditionFalse} {
+			reg := &ltiv1.PlatformRegistration{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, reg)).To(Succeed())
+			c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionKeySetReachable)
+			Expect(c).NotTo(BeNil(), name)
+			Expect(c.Status).To(Equal(want), name)
+		}
+	})
+
 	It("goes through the SSRF guard: a key set at the cloud metadata address is NotAllowed", func() {
 		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.AuthConfig.Key = "http://169.254.169.254/latest/meta-data/" })
 		reg := probed(lms.ID, ltiv1.ConditionKeySetReachable)
