@@ -25,7 +25,7 @@ func ltiopSource() (string, error) {
 	for _, dir := range []string{"app", "internal", "webserver", "controllers"} {
 		err := filepath.WalkDir(filepath.Join(testenv.Root(), dir), func(path string, _ os.DirEntry, err error) error {
 			if err == nil && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-				b, err := os.ReadFile(path)
+				b, err := os.ReadFile(path) //nolint:gosec // the repository's own sources
 				source.Write(b)
 				return err
 			}
@@ -151,7 +151,7 @@ func TestChartPrometheusRulePromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), tests, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), tests, 0o600); err != nil { //nolint:gosec // a file of the test's temporary directory
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(promtool, "test", "rules", filepath.Join(dir, "alerts_test.yaml")).CombinedOutput(); err != nil {

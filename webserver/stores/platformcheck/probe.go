@@ -167,7 +167,7 @@ func (p *Prober) Round(ctx context.Context, span time.Duration) {
 		sleepUntil(ctx, start.Add(min(span, time.Minute)))
 		return
 	}
-	rand.Shuffle(len(platforms), func(i, j int) { platforms[i], platforms[j] = platforms[j], platforms[i] })
+	rand.Shuffle(len(platforms), func(i, j int) { platforms[i], platforms[j] = platforms[j], platforms[i] }) //nolint:gosec // an order, not a secret
 	memo := &memo{}
 	sem := make(chan struct{}, p.opts.Concurrency)
 	var wg sync.WaitGroup
