@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/internal/paths"
 )
 
@@ -146,6 +147,37 @@ var _ = Describe("The reachability probe", func() {
 			Expect(c).NotTo(BeNil(), name)
 			Expect(c.Status).To(Equal(want), name)
 		}
+	})
+
+	It("runs on the replica running the controllers only", func() {
+		const ns = "reachability-replicas"
+		createNamespace(ns)
+		elect := func(c *config.Config) {
+			c.LeaderElection, c.LaunchURL = true, launchURL
+			c.ReachabilityProbeInterval.Duration = time.Hour
+		}
+		replicas := []*devInstance{startReplica(ns, restCfg, elect), startReplica(ns, restCfg, elect)}
+		probing := func() (n int) {
+			for _, r := range replicas {
+				if r.Reachability.Running() {
+					Expect(r.Leading()).To(BeTrue(), "a replica probes only while it leads")
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(probing).Should(Equal(1), "one replica probes")
+		Consistently(probing, 3*time.Second).Should(Equal(1))
+
+		By("the leader stops: the other replica takes over the probe")
+		for i, r := range replicas {
+			if r.Leading() {
+				r.stop()
+				replicas = append(replicas[:i:i], replicas[i+1:]...)
+				break
+			}
+		}
+		Eventually(probing, time.Minute).Should(Equal(1), "the new leader probes")
 	})
 
 	It("goes through the SSRF guard: a key set at the cloud metadata address is NotAllowed", func() {

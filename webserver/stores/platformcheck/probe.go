@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +81,8 @@ type ProberOptions struct {
 type Prober struct {
 	opts ProberOptions
 
+	running atomic.Bool // Start is running: this replica leads
+
 	mu      sync.Mutex
 	failing map[string]uint8 // registration → failing bits of its last probe; one byte each
 }
@@ -101,12 +104,17 @@ func (p *Prober) NeedLeaderElection() bool { return true }
 // Start runs rounds until ctx ends.
 func (p *Prober) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("reachability"))
+	p.running.Store(true)
+	defer p.running.Store(false)
 	defer p.forgetAll() // another replica probes from now on
 	for ctx.Err() == nil {
 		p.Round(ctx, p.opts.Interval)
 	}
 	return nil
 }
+
+// Running says whether the probe runs on this replica now (it runs on the elected one).
+func (p *Prober) Running() bool { return p.running.Load() }
 
 // setFailing records the failing bits of registration id's last probe.
 func (p *Prober) setFailing(id string, bits uint8) {
