@@ -143,6 +143,10 @@ type App struct {
 	Registry *registry.Registry
 	// LaunchHealth writes each registration's launch health (tests flush it directly).
 	LaunchHealth *launchhealth.Recorder
+	// ServiceCalls makes Events of failed calls to LMSs' services (tests flush it directly).
+	ServiceCalls *launchhealth.ServiceCalls
+	// Reachability probes registrations' LMSs (on the elected replica; tests probe directly).
+	Reachability *platformcheck.Prober
 
 	controllers *controllerRunner
 	// closeReplay releases the replay store once the manager (and so the web server) stopped.
@@ -285,8 +289,14 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(health); err != nil {
 		return nil, err
 	}
+	serviceCalls := launchhealth.NewServiceCalls(launchhealth.Options{
+		Namespace: cfg.Namespace, Reader: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),
+	})
+	if err := mgr.Add(serviceCalls); err != nil {
+		return nil, err
+	}
 	tool, err := toolmode.New(toolmode.Options{
-		Notices: noticeOpts, Health: health,
+		Notices: noticeOpts, Health: health, ServiceHealth: serviceCalls,
 		PublicURL: cfg.PublicURL, LaunchURL: cfg.LaunchURL, DeepLinkingURL: cfg.DeepLinkingURL,
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
@@ -302,10 +312,22 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		HTTPClient: out.oauth,
 	}, reg, oauthbroker.NewSecretClients(mgr.GetAPIReader(), cfg.Namespace).Resolve, keyring, replays)
 
+	// The registration checks: on demand (POST /api/platforms/{id}/check) on any replica,
+	// and periodically on the elected one (the KeySetReachable and EndpointsReachable
+	// conditions). The probe lives with the checks it runs, so it is run beside the
+	// controllers rather than by them (controllers/ and webserver/ do not import each other).
+	checker := &platformcheck.Checker{KeySets: registry.NewPeerKeys(out.keySets), Client: out.checks}
+	prober := platformcheck.NewProber(platformcheck.ProberOptions{
+		Namespace: cfg.Namespace, Registry: reg, Checker: checker, Interval: cfg.ReachabilityProbeInterval.Duration,
+		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),
+	})
+	if cfg.ReachabilityProbeInterval.Duration > 0 {
+		controllers.leaderOnly = append(controllers.leaderOnly, prober)
+	}
 	platforms := &admin.Platforms{
 		Registry: reg, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
 		Cursors: keyring, PublicURL: cfg.PublicURL,
-		Checker: &platformcheck.Checker{KeySets: registry.NewPeerKeys(out.keySets), Client: out.checks},
+		Checker: checker,
 	}
 	toolsAPI := &admin.Tools{
 		Registry: tools, Client: mgr.GetClient(), Namespace: cfg.Namespace, DevMode: cfg.DevMode, KeyWait: cfg.KeyWait.Duration,
@@ -332,7 +354,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}
-	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, controllers: controllers, closeReplay: closeReplay}, nil
+	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, ServiceCalls: serviceCalls, Reachability: prober, controllers: controllers, closeReplay: closeReplay}, nil
 }
 
 // Start runs ltiop until ctx ends. The replay store is closed after the web server has

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -56,6 +57,10 @@ type controllerRunner struct {
 	indexes sharedIndexes
 	// elect is false for a single replica (leader election off): the controllers just run.
 	elect bool
+	// leaderOnly run beside the controllers, on the elected replica only: work of the web
+	// server's packages that one replica does for all (the reachability probe). They are
+	// added to each term's manager, so they stop when the lease is lost.
+	leaderOnly []manager.Runnable
 
 	leading atomic.Bool
 	// term is held while controllers run: the elector starts a term's controllers in a
@@ -162,6 +167,11 @@ func (r *controllerRunner) runControllers(term context.Context) error {
 	}
 	if err := SetupControllers(term, mgr, r.cfg); err != nil {
 		return err
+	}
+	for _, run := range r.leaderOnly {
+		if err := mgr.Add(run); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Start(term); err != nil {
 		return err

@@ -57,6 +57,8 @@ func isReported(conditions []metav1.Condition, p *problem) bool {
 // loop. The patch carries reg's resourceVersion: a reconcile that read a stale cache (its
 // own last write not seen yet) gets a Conflict instead of writing again, and news (from
 // setReadiness) becomes one Warning event only once the write that tells it succeeded.
+// The lock also keeps another writer's conditions: a merge patch replaces the conditions
+// list whole, so a patch from a stale read would undo the reachability probe's.
 func writeStatus[O client.Object](ctx context.Context, c client.StatusClient, rec events.EventRecorder, reg, next O, news *problem) error {
 	if equality.Semantic.DeepEqual(reg, next) {
 		return nil

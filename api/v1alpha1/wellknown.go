@@ -99,6 +99,22 @@ const (
 	ConditionKeyRotating = "KeyRotating"
 )
 
+// The reachability probe's conditions on a PlatformRegistration (issue #27): whether the
+// LMS's key set and its authentication and token endpoints answered when last checked.
+// They do not affect Ready: an LMS that is down for a moment does not make its
+// registration less valid. Reasons are platformcheck's (NotFound, TLSError, Timeout,
+// DNSError, Unreachable, NotAllowed, InvalidKeySet, NoRSAKey, HTTPError, InvalidURL,
+// Failed), Reachable when the check passed, StaticKey when there is no key set to fetch.
+const (
+	ConditionKeySetReachable    = "KeySetReachable"
+	ConditionEndpointsReachable = "EndpointsReachable"
+	ReasonReachable             = "Reachable"
+	ReasonStaticKey             = "StaticKey"
+	// AnnotationReachabilityProbe set to "off" on a PlatformRegistration stops the periodic
+	// probe of its LMS (its conditions are removed); POST /api/platforms/{id}/check still works.
+	AnnotationReachabilityProbe = "lti.ltiop.dev/reachability-probe"
+)
+
 // Data keys of the OAuth2 client Secret.
 const (
 	OAuth2SecretClientID     = "client_id"

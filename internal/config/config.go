@@ -71,6 +71,10 @@ type Config struct {
 	MaxBodyBytes int64 `json:"maxBodyBytes"`
 	// KeyWait bounds how long POST /api/platforms waits for the new registration's key.
 	KeyWait Duration `json:"keyWait"`
+	// ReachabilityProbeInterval is how often the elected replica checks that each active
+	// registration's key set and endpoints answer (the KeySetReachable and
+	// EndpointsReachable conditions); 0 turns the probe off.
+	ReachabilityProbeInterval Duration `json:"reachabilityProbeInterval"`
 	// KeyWorkers is how many registrations the controller reconciles (and makes keys for)
 	// at once; 0 means twice the cores, at most 16.
 	KeyWorkers int64 `json:"keyWorkers"`
@@ -237,7 +241,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.
 
 // Default returns the configuration used where nothing else is given.
 func Default() Config {
-	return Config{
+	c := Config{
 		Namespace:           inClusterNamespace(),
 		Listen:              ":3000",
 		MetricsListen:       ":8080",
@@ -261,6 +265,8 @@ func Default() Config {
 		LogLevel:            logging.LevelInfo,
 		LogFormat:           logging.FormatJSON,
 	}
+	c.ReachabilityProbeInterval = Duration{15 * time.Minute}
+	return c
 }
 
 // setting is one configuration entry: its flag, its environment variable, and where it goes.
@@ -291,6 +297,7 @@ var settings = []setting{
 	{"leader-elect", "LTIOP_LEADER_ELECT", "elect one replica to run the controllers", func(c *Config) flag.Value { return (*boolValue)(&c.LeaderElection) }},
 	{"max-body-bytes", "LTIOP_MAX_BODY_BYTES", "largest request body accepted", func(c *Config) flag.Value { return (*int64Value)(&c.MaxBodyBytes) }},
 	{"key-wait", "LTIOP_KEY_WAIT", "how long POST /api/platforms waits for the new key", func(c *Config) flag.Value { return (*durationValue)(&c.KeyWait.Duration) }},
+	{"reachability-probe-interval", "LTIOP_REACHABILITY_PROBE_INTERVAL", "how often the elected replica checks every active registration's key set and endpoints (0: never)", func(c *Config) flag.Value { return (*durationValue)(&c.ReachabilityProbeInterval.Duration) }},
 	{"key-workers", "LTIOP_KEY_WORKERS", "registrations reconciled (keys generated) at once; 0 means twice the cores, at most 16", func(c *Config) flag.Value { return (*int64Value)(&c.KeyWorkers) }},
 	{"clock-skew", "LTIOP_CLOCK_SKEW", "leeway on exp and iat of incoming tokens", func(c *Config) flag.Value { return (*durationValue)(&c.ClockSkew.Duration) }},
 	{"platform-key-rotate-every", "LTIOP_PLATFORM_KEY_ROTATE_EVERY", "rotate the platform-mode signing key this often (0: on request only)", func(c *Config) flag.Value { return (*durationValue)(&c.PlatformKeyRotateEvery.Duration) }},
@@ -460,6 +467,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		add("maxBodyBytes: must be at least 1024, got %d", c.MaxBodyBytes)
+	}
+	if d := c.ReachabilityProbeInterval.Duration; d != 0 && (d < time.Minute || d > 24*time.Hour) {
+		add("reachabilityProbeInterval: must be 0 (off) or between 1m and 24h, got %s", d)
 	}
 	if c.KeyWait.Duration < 0 || c.KeyWait.Duration > time.Minute {
 		add("keyWait: must be between 0 and 1m, got %s", c.KeyWait.Duration)

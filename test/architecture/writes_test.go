@@ -28,6 +28,10 @@ var writeExceptions = map[string]map[string]string{
 		"EventRecorder.Eventf": "Events about refused launches go through the manager's event broadcaster, " +
 			"which batches and rate-limits them; they change no registration",
 	},
+	module + "/webserver/stores/platformcheck": {
+		"EventRecorder.Eventf": "Events on a reachability condition's transitions, through the manager's " +
+			"event broadcaster as launch health's; they change no registration",
+	},
 }
 
 // writeMethods are the methods that write, by the package that declares them: the

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -32,15 +31,8 @@ var _ = Describe("The Grafana dashboard", func() {
 			} `json:"panels"`
 		}
 		Expect(json.Unmarshal(raw, &dash)).To(Succeed())
-		var source strings.Builder
-		for _, dir := range []string{"app", "internal", "webserver", "controllers"} {
-			Expect(filepath.WalkDir(filepath.Join(testenv.Root(), dir), func(path string, _ os.DirEntry, err error) error {
-				if err == nil && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-					source.Write(readFile(path))
-				}
-				return err
-			})).To(Succeed())
-		}
+		source, err := ltiopSource()
+		Expect(err).NotTo(HaveOccurred())
 		metric := regexp.MustCompile(`ltiop_[a-z_]+`)
 		queries := 0
 		for _, p := range dash.Panels {
@@ -51,7 +43,7 @@ var _ = Describe("The Grafana dashboard", func() {
 				for _, n := range names {
 					n = strings.TrimSuffix(n, "_bucket")
 					if !pendingMetrics[n] {
-						Expect(source.String()).To(ContainSubstring(`"`+n+`"`), "panel %q charts %s, which no code exports", p.Title, n)
+						Expect(source).To(ContainSubstring(`"`+n+`"`), "panel %q charts %s, which no code exports", p.Title, n)
 					}
 				}
 			}

@@ -61,6 +61,8 @@ var _ = BeforeSuite(func() {
 	// The simulated LMSs and tools listen on loopback: the outbound guard must let ltiop
 	// reach them (in production it refuses loopback).
 	cfg.OutboundAllowLoopback = true
+	// The periodic probe would write to every test's registrations; its tests probe by hand.
+	cfg.ReachabilityProbeInterval.Duration = 0
 	Expect(cfg.Validate()).To(Succeed())
 
 	ltiop, err = app.New(ctx, &cfg, restCfg)

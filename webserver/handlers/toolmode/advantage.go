@@ -142,7 +142,7 @@ func (t *Tool) onLineItem(w http.ResponseWriter, r *http.Request, status int, pr
 // respond calls the platform with the launch's credentials and writes the answer: the
 // result as JSON, nothing for 204, or the upstream failure in the envelope.
 func (t *Tool) respond(w http.ResponseWriter, r *http.Request, status int, call func(context.Context, advantage.Credentials) (any, error)) {
-	cred, _, herr := t.credentials(grantFrom(r.Context()))
+	cred, p, herr := t.credentials(grantFrom(r.Context()))
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return
@@ -151,6 +151,7 @@ func (t *Tool) respond(w http.ResponseWriter, r *http.Request, status int, call 
 	switch {
 	case err != nil:
 		e := upstreamError(err)
+		t.serviceFailed(p, e)
 		if e.Code == httpapi.CodeURLNotAllowed {
 			// The integrator is not told where the platform pointed; the operator is.
 			// Errors from the advantage client carry no query string (outbound.Redact).

@@ -41,7 +41,7 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 	httpapi.NotePlatform(r.Context(), p.ID)
 	secret, ok := t.registry.LTI11Secret(p)
 	if !ok {
-		t.fail(w, r, httpapi.Errorf(http.StatusServiceUnavailable, CodeLTI11SecretMissing,
+		t.refuse(w, r, p, httpapi.Errorf(http.StatusServiceUnavailable, CodeLTI11SecretMissing,
 			"The registration's LTI 1.1 shared secret is not readable: its Secret must exist, hold the key named in spec.lti11.sharedSecret and carry the label app.kubernetes.io/managed-by=ltiop."))
 		return
 	}
@@ -52,15 +52,15 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 		signed += "?" + r.URL.RawQuery
 	}
 	if err := lti11.Verify(lti11.Request{Method: r.Method, URL: signed, Params: ps}, secret, now); err != nil {
-		t.fail(w, r, err)
+		t.refuse(w, r, p, err)
 		return
 	}
 	// Recorded only once the signature holds: an unsigned request grows nothing.
 	if first, err := t.replay.Use(r.Context(), lti11.NonceKey(ps), now.Add(lti11.NonceTTL), now); err != nil {
-		t.fail(w, r, httpapi.ReplayStoreUnavailable(err))
+		t.refuse(w, r, p, httpapi.ReplayStoreUnavailable(err))
 		return
 	} else if !first { // LTI11-NONCE-01
-		t.fail(w, r, lti11.ErrNonceReused())
+		t.refuse(w, r, p, lti11.ErrNonceReused())
 		return
 	}
 
@@ -71,18 +71,21 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 	raw := lti11.Claims(ps, lti11.Origin{Issuer: string(p.Spec.URL), ClientID: p.Spec.ClientID, TargetLinkURI: signed})
 	claims, err := lti.ParseValidatedClaims(raw)
 	if err != nil {
-		t.fail(w, r, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The launch could not be recorded."))
+		t.refuse(w, r, p, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "The launch could not be recorded."))
 		return
 	}
 	base, herr := t.destinationBase(claims.MessageType)
 	if herr != nil {
-		t.fail(w, r, herr)
+		t.refuse(w, r, p, herr)
 		return
 	}
 	ltik, herr := t.handOff("launch11", p, claims, signed, lti11.Version)
 	if herr != nil {
-		t.fail(w, r, herr)
+		t.refuse(w, r, p, herr)
 		return
+	}
+	if t.opts.Health != nil {
+		t.opts.Health.Launched(p)
 	}
 	httpapi.Redirect(w, withLtik(base.String(), ltik), http.StatusSeeOther)
 }

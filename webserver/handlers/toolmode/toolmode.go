@@ -61,6 +61,8 @@ type Options struct {
 	// Health, when set, is told the outcome of every launch of a known registration
 	// (launchhealth records it on the registration).
 	Health LaunchHealth
+	// ServiceHealth, when set, is told of failed calls to an LMS's services.
+	ServiceHealth ServiceHealth
 }
 
 // NoticeOptions configure the Platform Notification Service (docs/notices.md).

@@ -26,6 +26,8 @@ const (
 	ManagerLaunch = "ltiop-launch"
 	// ManagerLaunchHealth owns status.launchHealth (webserver/stores/launchhealth).
 	ManagerLaunchHealth = "ltiop-launch-health"
+	// ManagerReachability owns the reachability conditions (webserver/stores/platformcheck).
+	ManagerReachability = "ltiop-reachability-probe"
 )
 
 // CallTimeout bounds each call to the API server made for a request.
@@ -54,4 +56,12 @@ func SetActive(ctx context.Context, c client.Client, obj client.Object, active b
 // The caller puts its precondition (a UID or resourceVersion) in body's metadata.
 func MergePatchStatus(ctx context.Context, c client.StatusClient, obj client.Object, body []byte, manager string) error {
 	return c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(manager))
+}
+
+// PatchStatusFrom writes next's status as a merge patch from cur, as manager, with cur's
+// resourceVersion as the precondition: conditions are one list that a merge patch replaces
+// whole, so a write made in between (another writer's condition) is never undone; the
+// caller reads again on a Conflict.
+func PatchStatusFrom(ctx context.Context, c client.StatusClient, cur, next client.Object, manager string) error {
+	return c.Status().Patch(ctx, next, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}), client.FieldOwner(manager))
 }
