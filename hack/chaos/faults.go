@@ -35,6 +35,7 @@ type result struct {
 	refusedClosed             int      // launches refused with 503 REPLAY_STORE_UNAVAILABLE
 	replaysAccepted, replayed int64    // during the window, and of the launches before it replayed after it
 	recovery                  time.Duration
+	failing                   time.Duration // from the first failed launch's start to the last one's end
 	before, after             usage
 }
 
@@ -224,6 +225,7 @@ func (c *cluster) inject(ctx context.Context, l *load, f fault, minWindow, limit
 		}
 		end = e
 	}
+	var firstFail, lastFail time.Time
 	for _, o := range l.between(t0, end) {
 		res.attempted++
 		if o.reason == "" {
@@ -231,12 +233,21 @@ func (c *cluster) inject(ctx context.Context, l *load, f fault, minWindow, limit
 			continue
 		}
 		res.failed++
+		if firstFail.IsZero() || o.start.Before(firstFail) {
+			firstFail = o.start
+		}
+		if o.end.After(lastFail) {
+			lastFail = o.end
+		}
 		if failClosed(o.reason) {
 			res.refusedClosed++
 		}
 		if !f.mayFail(o.reason) {
 			res.unexpected = append(res.unexpected, o.reason)
 		}
+	}
+	if res.failed > 0 {
+		res.failing = lastFail.Sub(firstFail)
 	}
 	res.reasons = reasons(l.between(t0, end))
 	res.replayed = int64(l.replayRecent("after " + f.name))
