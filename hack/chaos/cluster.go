@@ -236,8 +236,11 @@ func (c *cluster) awaitServing(ctx context.Context, r *replica, limit time.Durat
 	if err == nil && last != nil {
 		return last
 	}
+	if err != nil && last != nil {
+		return fmt.Errorf("%w: %w (log: %s)", err, last, tail(r.log))
+	}
 	if err != nil {
-		return fmt.Errorf("%w: %v (log: %s)", err, last, tail(r.log))
+		return err
 	}
 	r.inService.Store(true)
 	return nil

@@ -164,7 +164,6 @@ func (l *load) total() (n, failed int) {
 type browser struct {
 	c    *cluster
 	http *http.Client
-	n    atomic.Uint64
 }
 
 var browsers atomic.Uint64
