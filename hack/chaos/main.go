@@ -198,7 +198,9 @@ func soak(ctx context.Context, c *cluster, l *load, o options) error {
 		case <-tick.C:
 			row()
 		case <-deadline:
-			row()
+			if time.Since(lastT) > o.sample/2 { // not twice when the last tick and the end meet
+				row()
+			}
 			l.halt()
 			n, failed := l.total()
 			fmt.Printf("\nin all: %d launches, %d failed (%s); replays refused %d, accepted %d, unanswered %d\n", n, failed,
