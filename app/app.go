@@ -231,7 +231,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	// when it is Redis.
 	replays, closeReplay, err := replay.Open(replay.Options{
 		URL: cfg.ReplayStore, Password: cfg.ReplayStorePassword, PasswordFile: cfg.ReplayStorePasswordFile,
-		Sentinel:  replaySentinel(cfg),
+		Sentinel: replaySentinel(cfg), WaitReplicas: cfg.ReplayStoreWaitReplicas,
 		KeyPrefix: cfg.ReplayKeyPrefix(), Timeout: cfg.ReplayStoreTimeout.Duration, MemoryItems: replayMemoryItems,
 	})
 	if err != nil {

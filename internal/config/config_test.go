@@ -229,7 +229,7 @@ dynamicRegistration:
 				"LTIOP_DEV_MODE": "true", "LTIOP_LEADER_ELECT": "1", "LTIOP_MAX_BODY_BYTES": "4096",
 				"LTIOP_KEY_WAIT": "4s", "LTIOP_REACHABILITY_PROBE_INTERVAL": "0", "LTIOP_SHUTDOWN_TIMEOUT": "1m", "LTIOP_SHUTDOWN_DELAY": "3s", "KUBECONFIG": "/env/kubeconfig",
 				"LTIOP_REPLAY_STORE": "rediss://redis.example:6380/1", "LTIOP_REPLAY_STORE_PASSWORD": "from-secret",
-				"LTIOP_REPLAY_STORE_KEY_PREFIX": "env:", "LTIOP_REPLAY_STORE_TIMEOUT": "250ms",
+				"LTIOP_REPLAY_STORE_KEY_PREFIX": "env:", "LTIOP_REPLAY_STORE_TIMEOUT": "250ms", "LTIOP_REPLAY_STORE_WAIT_REPLICAS": "1",
 				"LTIOP_RATE_LIMIT_LAUNCH": "30/600", "LTIOP_RATE_LIMIT_OAUTH": "0", "LTIOP_TRUSTED_PROXIES": "10.0.0.0/8, fd00::/8",
 				"LTIOP_DYNAMIC_REGISTRATION_MAX_PENDING": "7", "LTIOP_DYNAMIC_REGISTRATION_REQUIRE_TOKEN": "true",
 				"LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY": "envToken",
@@ -251,7 +251,7 @@ dynamicRegistration:
 					ServiceKeyLifetime: config.Duration{Duration: 90 * 24 * time.Hour},
 					Kubeconfig:         "/env/kubeconfig",
 					ReplayStore:        "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
-					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond},
+					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond}, ReplayStoreWaitReplicas: 1,
 					LogLevel: "error", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
@@ -472,6 +472,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "replayStore Sentinel master without addresses", env: base().with("LTIOP_REPLAY_STORE", "redis:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m"), want: []string{"replayStoreSentinelMaster and replayStoreSentinelAddrs: give both"}},
 		{name: "replayStore Sentinel address not host:port", env: base().with("LTIOP_REPLAY_STORE", "redis:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0"), want: []string{`replayStoreSentinelAddrs: "sentinel-0" is not host:port`}},
 		{name: "replayStore Sentinel with memory", env: base().with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "s:26379"), want: []string{"Sentinel is configured but the store is memory"}},
+		{name: "replayStoreWaitReplicas negative", env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_WAIT_REPLICAS", "-1"), want: []string{"replayStoreWaitReplicas: must be between 0 and 16"}},
+		{name: "replayStoreWaitReplicas with memory", env: base().with("LTIOP_REPLAY_STORE_WAIT_REPLICAS", "1"), want: []string{"replayStoreWaitReplicas: set, but the store is memory"}},
 		{name: "replayStore Sentinel password without Sentinel", env: base().with("LTIOP_REPLAY_STORE_SENTINEL_PASSWORD", "x"), want: []string{"no Sentinel is configured"}},
 		{name: "platformKeyRotateEvery too short", env: base().with("LTIOP_PLATFORM_KEY_ROTATE_EVERY", "1h"), want: []string{"platformKeyRotateEvery: must be 0"}},
 		{name: "replayStoreTimeout zero", env: base().with("LTIOP_REPLAY_STORE_TIMEOUT", "0s"), want: []string{"replayStoreTimeout: must be between"}},

@@ -41,6 +41,11 @@ type RedisOptions struct {
 	// Sentinel, when set, finds the master through Redis Sentinel: URL then gives only the
 	// master's user, password, database and TLS (its host is not used; redis:///0 will do).
 	Sentinel *SentinelOptions
+	// WaitReplicas, when above zero, makes each recorded use wait (Redis WAIT) until that
+	// many replicas have it, for at most half the timeout; a use fewer replicas confirmed
+	// fails with ErrUnavailable. Replication is asynchronous: without it, a failover can
+	// forget the uses recorded just before the master died.
+	WaitReplicas int
 }
 
 // SentinelOptions locate a Redis master through Sentinel.
@@ -66,6 +71,8 @@ type Redis struct {
 	// (the reply was lost) from another replica's: instance, then a counter.
 	instance string
 	seq      atomic.Uint64
+	wait     int   // WaitReplicas
+	waitMS   int64 // WAIT's own timeout
 }
 
 // NewRedis connects lazily: a server down at start is reported by Use, not here.
@@ -112,7 +119,11 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{client: client, prefix: o.KeyPrefix, timeout: timeout, instance: hex.EncodeToString(id[:])}, nil
+	if o.WaitReplicas < 0 {
+		return nil, errors.New("replay store: WaitReplicas must not be negative")
+	}
+	return &Redis{client: client, prefix: o.KeyPrefix, timeout: timeout, instance: hex.EncodeToString(id[:]),
+		wait: o.WaitReplicas, waitMS: max(1, timeout.Milliseconds()/2)}, nil
 }
 
 // newClient is a client of the server opts names, or, with sentinel, of the master the
@@ -166,21 +177,56 @@ func (s *Redis) Use(ctx context.Context, key string, expires, now time.Time) (bo
 
 // attempt sends one SET k v NX PX ms, bounded by the timeout. A retry adds GET: the
 // failed attempt may have set the key before its reply was lost, and the value read back
-// tells whether it did (GET with NX needs Redis 7 or Valkey).
+// tells whether it did (GET with NX needs Redis 7 or Valkey). With WaitReplicas, a first
+// use counts only once enough replicas confirmed it (WAIT, on the same connection).
 func (s *Redis) attempt(ctx context.Context, k, v string, ms int64, retry bool) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	args := []any{"SET", k, v, "NX", "PX", ms}
+	if retry {
+		args = []any{"SET", k, v, "NX", "GET", "PX", ms}
+	}
+	var set, wait *redis.Cmd
+	if s.wait == 0 {
+		set = s.client.Do(ctx, args...)
+	} else {
+		// WAIT counts the replicas that have the writes of its own connection: a pipeline
+		// sends both on one.
+		pipe := s.client.Pipeline()
+		set = pipe.Do(ctx, args...)
+		wait = pipe.Do(ctx, "WAIT", s.wait, s.waitMS)
+		_, _ = pipe.Exec(ctx)
+	}
+	first, err := firstUse(set, v, retry)
+	if err != nil || !first || wait == nil {
+		return first, err
+	}
+	switch n, err := wait.Int(); {
+	case err != nil:
+		return false, err
+	case n < s.wait:
+		return false, fmt.Errorf("%d of %d replicas confirmed the use in %d ms", n, s.wait, s.waitMS)
+	}
+	return true, nil
+}
+
+// firstUse reads SET's reply: NX refused (nil) means an earlier use, except on a retry
+// (SET … GET), where nil means no key and an old value is ours (v) or another's.
+func firstUse(set *redis.Cmd, v string, retry bool) (bool, error) {
+	err := set.Err()
 	if !retry {
-		err := s.client.Do(ctx, "SET", k, v, "NX", "PX", ms).Err()
 		if errors.Is(err, redis.Nil) {
 			return false, nil // NX: the key exists, this is not its first use
 		}
 		return err == nil, err
 	}
-	old, err := s.client.Do(ctx, "SET", k, v, "NX", "GET", "PX", ms).Text()
 	if errors.Is(err, redis.Nil) {
 		return true, nil // there was no key: set now
 	}
+	if err != nil {
+		return false, err
+	}
+	old, err := set.Text()
 	if err != nil {
 		return false, err
 	}

@@ -53,6 +53,9 @@ type Options struct {
 	MemoryItems int
 	// Sentinel, when set, finds the Redis master through Redis Sentinel (see RedisOptions).
 	Sentinel *SentinelOptions
+	// WaitReplicas, when above zero, confirms each use on that many replicas (see
+	// RedisOptions).
+	WaitReplicas int
 }
 
 // Open builds the store o selects, counted in the metrics. Close releases its connections.
@@ -72,7 +75,7 @@ func Open(o Options) (Store, io.Closer, error) {
 		// A file written by hand often ends with a newline that is not part of the password.
 		password = strings.TrimRight(string(b), "\r\n")
 	}
-	r, err := NewRedis(RedisOptions{URL: o.URL, Password: password, KeyPrefix: o.KeyPrefix, Timeout: o.Timeout, Sentinel: o.Sentinel})
+	r, err := NewRedis(RedisOptions{URL: o.URL, Password: password, KeyPrefix: o.KeyPrefix, Timeout: o.Timeout, Sentinel: o.Sentinel, WaitReplicas: o.WaitReplicas})
 	if err != nil {
 		return nil, nil, err
 	}
