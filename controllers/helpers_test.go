@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -113,4 +114,18 @@ func jwkJSON(raw any) string {
 	b, err := json.Marshal(k)
 	Expect(err).NotTo(HaveOccurred())
 	return string(b)
+}
+
+// updateSpec writes obj as a user's edit would land: on the latest version, so that a status
+// write of the controller between the test's read and its update (which changes the
+// resourceVersion, not the spec) does not fail the test with a Conflict.
+func updateSpec(obj client.Object) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := obj.DeepCopyObject().(client.Object)
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), latest); err != nil {
+			return err
+		}
+		obj.SetResourceVersion(latest.GetResourceVersion())
+		return k8s.Update(context.Background(), obj)
+	})
 }

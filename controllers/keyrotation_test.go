@@ -92,7 +92,7 @@ var _ = Describe("Tool-key rotation", func() {
 		By("asking for a rotation with the annotation")
 		cur := fresh(reg)
 		cur.Annotations = map[string]string{ltiv1.AnnotationRotateKey: "ticket-1"}
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(func() string { return kidOf(rotation(reg).Next) }).ShouldNot(BeEmpty())
 		ks := rotation(reg)
 		next := ks.Next.KID
@@ -135,7 +135,7 @@ var _ = Describe("Tool-key rotation", func() {
 		By("declaring that the LMS reads the key set")
 		cur := fresh(reg)
 		cur.Spec.KeyRotation.LMSKeySource = ltiv1.LMSKeySourceKeySetURL
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(func() string { return fresh(reg).Status.KID }).ShouldNot(Equal(first), "rotated automatically")
 		Eventually(eventsFor(reg.Name, ltiv1.ReasonKeyRotated)).ShouldNot(BeEmpty())
 		Expect(eventsFor(reg.Name, ltiv1.ReasonKeyRotationStart)()).NotTo(BeEmpty())

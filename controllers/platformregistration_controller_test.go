@@ -140,7 +140,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 
 		cur := fresh(reg)
 		cur.Spec.Active = ptr.To(false)
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(func() int64 { return fresh(reg).Status.ObservedGeneration }).Should(Equal(int64(2)))
 		Eventually(readyCondition(reg)).Should(And(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady),
 			WithTransform(func(c *metav1.Condition) string { return c.Message }, ContainSubstring("inactive"))))
@@ -167,7 +167,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 
 			// Fixing the spec makes it Ready.
 			cur.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodRSAKey, Key: rsaPublicPEM(2048)}
-			Expect(k8s.Update(ctx, cur)).To(Succeed())
+			Expect(updateSpec(cur)).To(Succeed())
 			Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 		},
 		Entry("RSA_KEY that is not PEM data", ltiv1.AuthMethodRSAKey,
@@ -214,7 +214,7 @@ var _ = Describe("PlatformRegistration controller", func() {
 
 		cur := fresh(reg)
 		cur.Spec.DevMode = true
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(readyCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
@@ -403,7 +403,7 @@ var _ = Describe("PlatformRegistration OAuth2 status", func() {
 		})).To(Succeed())
 		cur := fresh(reg)
 		cur.Spec.OAuth2.Scopes = []string{"url:GET|/api/v1/users/:user_id/profile"}
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonOAuth2SecretIncomplete))
 
 		secret := &corev1.Secret{}
@@ -412,13 +412,13 @@ var _ = Describe("PlatformRegistration OAuth2 status", func() {
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
 		cur = fresh(reg)
 		cur.Spec.OAuth2.Scopes = nil
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonOAuth2URLsRequired))
 
 		cur = fresh(reg)
 		cur.Spec.OAuth2.AuthorizeURL = "https://school.instructure.com/login/oauth2/auth"
 		cur.Spec.OAuth2.TokenURL = "https://school.instructure.com/login/oauth2/token"
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(oauthCondition(reg)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonOAuth2Configured))
 		Expect(readyCondition(reg)()).To(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})

@@ -103,7 +103,7 @@ var _ = Describe("ToolRegistration controller", func() {
 		Expect(cur.Status.DeploymentID).To(Equal("deployment-7"))
 
 		cur.Spec.Active = ptr.To(false)
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(readyCondition(tool)).Should(And(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady), withMessage("inactive")))
 		Expect(fresh(tool).Status.ObservedGeneration).To(Equal(int64(2)))
 	})
@@ -128,7 +128,7 @@ var _ = Describe("ToolRegistration controller", func() {
 			Consistently(func() string { return fresh(tool).ResourceVersion }, 2*time.Second).Should(Equal(version))
 
 			fix(cur)
-			Expect(k8s.Update(ctx, cur)).To(Succeed())
+			Expect(updateSpec(cur)).To(Succeed())
 			Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 			fixed := fresh(tool)
 			Expect(fixed.Status.ObservedGeneration).To(Equal(int64(2)))
@@ -164,7 +164,7 @@ var _ = Describe("ToolRegistration controller", func() {
 
 		cur := fresh(tool)
 		cur.Spec.RedirectionURIs = cur.Spec.RedirectionURIs[:2]
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
@@ -179,7 +179,7 @@ var _ = Describe("ToolRegistration controller", func() {
 
 			cur := fresh(tool)
 			cur.Spec.AuthConfig = ltiv1.AuthConfig{Method: ltiv1.AuthMethodRSAKey, Key: rsaPublicPEM(2048)}
-			Expect(k8s.Update(ctx, cur)).To(Succeed())
+			Expect(updateSpec(cur)).To(Succeed())
 			Eventually(readyCondition(tool)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 		},
 		Entry("RSA_KEY that is not PEM data", ltiv1.AuthMethodRSAKey,
@@ -301,7 +301,7 @@ var _ = Describe("ToolRegistration controller", func() {
 		// The older one moves to another client id: the newer one is freed without being touched.
 		cur := fresh(first)
 		cur.Spec.ClientID = uniqueName("moved")
-		Expect(k8s.Update(ctx, cur)).To(Succeed())
+		Expect(updateSpec(cur)).To(Succeed())
 		Eventually(readyCondition(first)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 		Expect(fresh(second).Generation).To(Equal(int64(1)))
