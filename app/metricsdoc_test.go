@@ -14,7 +14,8 @@ import (
 )
 
 // registeredMetrics finds every ltiop_ metric the Go sources under root declare
-// (prometheus.New…(prometheus.…Opts{Name: "ltiop_…"}, []string{labels…})), with its labels.
+// (prometheus.New…(prometheus.…Opts{Name: "ltiop_…"}, []string{labels…}), or a collector's
+// prometheus.NewDesc("ltiop_…", help, []string{labels…}, …)), with its labels.
 func registeredMetrics(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	found := map[string][]string{}
@@ -28,6 +29,14 @@ func registeredMetrics(t *testing.T, root string) map[string][]string {
 			return true
 		}
 		if pkg, ok := fn.X.(*ast.Ident); !ok || pkg.Name != "prometheus" {
+			return true
+		}
+		if fn.Sel.Name == "NewDesc" && len(call.Args) > 2 {
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok {
+				if name, _ := strconv.Unquote(lit.Value); strings.HasPrefix(name, "ltiop_") {
+					found[name] = stringList(call.Args[2])
+				}
+			}
 			return true
 		}
 		opts, ok := call.Args[0].(*ast.CompositeLit)
@@ -63,6 +72,20 @@ func registeredMetrics(t *testing.T, root string) map[string][]string {
 		return true
 	}, root)
 	return found
+}
+
+// stringList reads a []string{"a", "b"} literal; anything else is no labels.
+func stringList(e ast.Expr) []string {
+	labels := []string{}
+	if l, ok := e.(*ast.CompositeLit); ok {
+		for _, e := range l.Elts {
+			if b, ok := e.(*ast.BasicLit); ok {
+				s, _ := strconv.Unquote(b.Value)
+				labels = append(labels, s)
+			}
+		}
+	}
+	return labels
 }
 
 var metricRow = regexp.MustCompile("^\\| `(ltiop_[a-z_]+)` \\| ([^|]*)\\|")
