@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,29 +80,7 @@ func BenchmarkRedisUseWait(b *testing.B) {
 	master, _ := masterAndReplica(b)
 	for _, wait := range []int{0, 1} {
 		b.Run("replicas="+strconv.Itoa(wait), func(b *testing.B) {
-			s := newWaitingRedis(b, master, wait, time.Second)
-			prefix := strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
-			ids := ids()
-			ctx := context.Background()
-			took := make([]time.Duration, 0, 1<<16)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				now := time.Now()
-				first, err := s.Use(ctx, prefix+ids[i&(len(ids)-1)], now.Add(10*time.Minute), now)
-				if err != nil || !first {
-					b.Fatal(first, err)
-				}
-				if len(took) < cap(took) {
-					took = append(took, time.Since(now))
-				}
-				i++
-			}
-			if len(took) > 0 {
-				slices.Sort(took)
-				b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "p50-ms")
-				b.ReportMetric(float64(took[len(took)*99/100])/float64(time.Millisecond), "p99-ms")
-			}
+			benchmarkUses(b, newWaitingRedis(b, master, wait, time.Second))
 		})
 	}
 }
