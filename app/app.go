@@ -143,6 +143,8 @@ type App struct {
 	Registry *registry.Registry
 	// LaunchHealth writes each registration's launch health (tests flush it directly).
 	LaunchHealth *launchhealth.Recorder
+	// ToolHealth writes each ToolRegistration's launch health (platform mode).
+	ToolHealth *launchhealth.ToolRecorder
 	// ServiceCalls makes Events of failed calls to LMSs' services (tests flush it directly).
 	ServiceCalls *launchhealth.ServiceCalls
 	// Reachability probes registrations' LMSs (on the elected replica; tests probe directly).
@@ -289,6 +291,14 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(health); err != nil {
 		return nil, err
 	}
+	// Platform mode's: each tool's launches, token requests and deep-linking responses.
+	toolHealth := launchhealth.NewTools(launchhealth.Options{
+		Namespace: cfg.Namespace, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),
+	})
+	if err := mgr.Add(toolHealth); err != nil {
+		return nil, err
+	}
+	platform.SetHealth(toolHealth)
 	serviceCalls := launchhealth.NewServiceCalls(launchhealth.Options{
 		Namespace: cfg.Namespace, Reader: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),
 	})
@@ -354,7 +364,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err := mgr.Add(srv); err != nil {
 		return nil, err
 	}
-	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, ServiceCalls: serviceCalls, Reachability: prober, controllers: controllers, closeReplay: closeReplay}, nil
+	return &App{Manager: mgr, Server: srv, Registry: reg, LaunchHealth: health, ToolHealth: toolHealth, ServiceCalls: serviceCalls, Reachability: prober, controllers: controllers, closeReplay: closeReplay}, nil
 }
 
 // Start runs ltiop until ctx ends. The replay store is closed after the web server has

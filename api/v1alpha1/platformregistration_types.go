@@ -303,17 +303,18 @@ type PlatformRegistrationStatus struct {
 // LaunchHealth is the time of the last successful launch and the last refusal of a
 // registration. It names no user.
 type LaunchHealth struct {
-	// LastLaunchTime is when a launch from this platform last succeeded.
+	// LastLaunchTime is when a launch of this registration last succeeded.
 	// +optional
 	LastLaunchTime *metav1.Time `json:"lastLaunchTime,omitempty"`
 
-	// LastRefusal is the last launch from this platform that ltiop refused.
+	// LastRefusal is the last launch of this registration that ltiop refused (for a
+	// ToolRegistration also its token requests and deep-linking responses).
 	// +optional
 	LastRefusal *LaunchRefusal `json:"lastRefusal,omitempty"`
 }
 
-// LaunchRefusal is one refused launch: when, the stable error code the user saw, and the
-// conformance rule (docs: lti-conformance.md) the failed check enforces.
+// LaunchRefusal is one refused launch or request: when, the stable error code answered,
+// and the conformance rule (docs: lti-conformance.md) the failed check enforces.
 type LaunchRefusal struct {
 	// Time is when the launch was refused.
 	// +required

@@ -163,6 +163,13 @@ type ToolRegistrationStatus struct {
 	// JWKSURL is the platform's public key set.
 	// +optional
 	JWKSURL string `json:"jwksUrl,omitempty"`
+
+	// LaunchHealth is the time of the tool's last successful launch (an authorization
+	// request ltiop answered) and the last request of the tool ltiop refused: an
+	// authorization request, a token request or a deep-linking response. Written by the
+	// web server's replicas at most once a minute each, only forward in time.
+	// +optional
+	LaunchHealth *LaunchHealth `json:"launchHealth,omitempty"`
 }
 
 // ToolRegistration is one external LTI tool the integrator launches as a platform.
@@ -176,6 +183,8 @@ type ToolRegistrationStatus struct {
 // +kubebuilder:printcolumn:name="Active",type=boolean,JSONPath=`.spec.active`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Last Launch",type=date,JSONPath=`.status.launchHealth.lastLaunchTime`
+// +kubebuilder:printcolumn:name="Last Error",type=string,JSONPath=`.status.launchHealth.lastRefusal.code`
 // +kubebuilder:printcolumn:name="Login URL",type=string,JSONPath=`.spec.loginUrl`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ToolRegistration struct {

@@ -10,6 +10,8 @@ import (
 	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
 
@@ -33,18 +35,22 @@ func (p *Platform) Authorize(w http.ResponseWriter, r *http.Request) {
 			"client_id does not name a registered tool (P-AUTH-05)."))
 		return
 	case !t.Usable():
-		p.authorizePage(w, r, httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeInactiveTool,
-			"The tool is inactive or not ready (P-AUTH-05)."))
+		e := httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeInactiveTool, "The tool is inactive or not ready (P-AUTH-05).")
+		e.Rule = "P-AUTH-05"
+		p.authorizeRefused(w, r, t, e)
 		return
 	case !ltiplatform.RedirectAllowed(req.RedirectURI, t.RedirectionURIs()):
-		p.authorizePage(w, r, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeInvalidRedirectURI,
-			"redirect_uri is not one of the tool's registered redirection URIs (P-AUTH-06)."))
+		e := httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeInvalidRedirectURI,
+			"redirect_uri is not one of the tool's registered redirection URIs (P-AUTH-06).")
+		e.Rule = "P-AUTH-06"
+		p.authorizeRefused(w, r, t, e)
 		return
 	}
 	now := p.now()
 	pl, e := p.checkAuthorization(r.Context(), req, now)
 	if e != nil {
 		count("authorize", e.Code)
+		p.refused(t, launchhealth.StepAuthorize, e)
 		fields := ltiplatform.ErrorParams(e, req.State)
 		out := make([]httpapi.Field, len(fields))
 		for i, f := range fields {
@@ -60,16 +66,19 @@ func (p *Platform) Authorize(w http.ResponseWriter, r *http.Request) {
 		target = p.opts.DeepLinkingURL
 	}
 	if target == "" {
-		p.authorizePage(w, r, httpapi.Errorf(http.StatusServiceUnavailable, CodeNotConfigured,
+		p.authorizeRefused(w, r, t, httpapi.Errorf(http.StatusServiceUnavailable, CodeNotConfigured,
 			"Platform mode has no launch page configured (platformLaunchUrl)."))
 		return
 	}
 	tok, he := p.sign(now, ltiwire.TypeLaunchPayload, pl)
 	if he != nil {
-		p.authorizePage(w, r, he)
+		p.authorizeRefused(w, r, t, he)
 		return
 	}
 	count("authorize", "ok")
+	if p.health != nil {
+		p.health.Launched(t)
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, withQuery(target, "payload", tok), http.StatusFound) //nolint:gosec // G710: the target is the configured launch URL, not request input
@@ -105,6 +114,13 @@ func (p *Platform) checkAuthorization(ctx context.Context, req ltiplatform.AuthR
 		ExpiresAt: now.Add(PayloadTTL).Unix(), ID: httpapi.RandomToken(16),
 		Launch: ltiplatform.LaunchOf{MessageHint: h, RedirectURI: req.RedirectURI, State: req.State, Nonce: req.Nonce},
 	}, nil
+}
+
+// authorizeRefused is authorizePage for a request of the known tool t: launch health
+// learns of it too.
+func (p *Platform) authorizeRefused(w http.ResponseWriter, r *http.Request, t *registry.Tool, e *httpapi.Error) {
+	p.refused(t, launchhealth.StepAuthorize, e)
+	p.authorizePage(w, r, e)
 }
 
 func (p *Platform) authorizePage(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {

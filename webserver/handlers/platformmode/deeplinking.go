@@ -9,6 +9,8 @@ import (
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
 
@@ -54,7 +56,10 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 	}
 	t := p.tools.Get(ret.ToolID)
 	if !t.Usable() || t.ClientID != ret.ClientID {
-		p.deepLinkingPage(w, r, httpapi.Errorf(http.StatusForbidden, CodeToolInactive, "The tool is no longer active."))
+		if t != nil && t.ClientID != ret.ClientID {
+			t = nil // an answer to an earlier registration of that name: not this one's
+		}
+		p.deepLinkingRefused(w, r, t, httpapi.Errorf(http.StatusForbidden, CodeToolInactive, "The tool is no longer active."))
 		return
 	}
 	token := r.PostFormValue("JWT")
@@ -64,22 +69,22 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 		AcceptMultiple: ret.AcceptMultiple, AcceptLineItem: ret.AcceptLineItem,
 	}, p.keyFunc(t), now, p.opts.ClockSkew)
 	if pe != nil {
-		p.deepLinkingPage(w, r, pe)
+		p.deepLinkingRefused(w, r, t, pe)
 		return
 	}
 	// The nonce is remembered until the response expires: a response valid for longer than
 	// a deep-linking session would pin replay-store entries for as long.
 	if res.Expires.After(now.Add(DeepLinkTTL)) {
-		p.deepLinkingPage(w, r, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeLifetimeTooLong,
+		p.deepLinkingRefused(w, r, t, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeLifetimeTooLong,
 			"The deep-linking response expires too late (exp more than 2 hours ahead)."))
 		return
 	}
 	// SEC §5.2.2 and P-DLR-09: the nonce guards against replay of the response.
 	if first, err := p.replays.Use(r.Context(), "dlnonce\x00"+t.ClientID+"\x00"+res.Nonce, res.Expires.Add(p.opts.ClockSkew), now); err != nil {
-		p.deepLinkingPage(w, r, httpapi.ReplayStoreUnavailable(err))
+		p.deepLinkingRefused(w, r, t, httpapi.ReplayStoreUnavailable(err))
 		return
 	} else if !first {
-		p.deepLinkingPage(w, r, httpapi.Errorf(http.StatusBadRequest, CodeDuplicateDLNonce, "This deep-linking response was already received."))
+		p.deepLinkingRefused(w, r, t, httpapi.Errorf(http.StatusBadRequest, CodeDuplicateDLNonce, "This deep-linking response was already received."))
 		return
 	}
 	out := ContentItemsResult{
@@ -94,7 +99,7 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, he := p.sign(now, ltiwire.TypeDeepLinking, &out)
 	if he != nil {
-		p.deepLinkingPage(w, r, he)
+		p.deepLinkingRefused(w, r, t, he)
 		return
 	}
 	count("deeplinking", "ok")
@@ -111,6 +116,13 @@ func (p *Platform) DeepLinkingReturn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = httpapi.WriteAutoPostPage(w, http.StatusOK, target, []httpapi.Field{{Name: "payload", Value: tok}})
+}
+
+// deepLinkingRefused is deepLinkingPage for a response of the known tool t (nil: none):
+// launch health learns of it too.
+func (p *Platform) deepLinkingRefused(w http.ResponseWriter, r *http.Request, t *registry.Tool, e *httpapi.Error) {
+	p.refused(t, launchhealth.StepDeepLinking, e)
+	p.deepLinkingPage(w, r, e)
 }
 
 func (p *Platform) deepLinkingPage(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {

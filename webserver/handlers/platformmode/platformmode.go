@@ -25,6 +25,7 @@ import (
 	"github.com/ltiop/ltiop/webserver/clients/platformdata"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
@@ -96,6 +97,15 @@ type Platform struct {
 	tokenAudiences []string
 	// verified are the access tokens this replica verified (tokencache.go).
 	verified verifiedTokens
+	// health learns how each tool's requests go (SetHealth); nil: nobody.
+	health LaunchHealth
+}
+
+// LaunchHealth learns how each tool's launches, token requests and deep-linking responses
+// go (launchhealth.ToolRecorder). It must not block: it is called on the request path.
+type LaunchHealth interface {
+	Launched(t *registry.Tool)
+	Refused(t *registry.Tool, step launchhealth.Step, code, rule string)
 }
 
 // New builds platform mode.
@@ -114,6 +124,20 @@ func New(opts Options, tools *registry.Tools, keys *registry.PeerKeys, signer Si
 func (p *Platform) SetData(c *platformdata.Client) *Platform {
 	p.data = c
 	return p
+}
+
+// SetHealth sets what learns how each tool's requests go: the ToolRegistration's status
+// and Events then tell its administrator.
+func (p *Platform) SetHealth(h LaunchHealth) *Platform {
+	p.health = h
+	return p
+}
+
+// refused tells launch health that a request of t (nil: of no known tool) was refused.
+func (p *Platform) refused(t *registry.Tool, step launchhealth.Step, e *httpapi.Error) {
+	if p.health != nil && t != nil {
+		p.health.Refused(t, step, e.Code, e.Rule)
+	}
 }
 
 func (p *Platform) now() time.Time {

@@ -10,6 +10,8 @@ import (
 	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
 
 // accessTokenClaims are the claims of the access tokens ltiop issues to tools (RFC 9068
@@ -72,28 +74,28 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 	}
 	t := p.tools.ByClientID(clientID)
 	if !t.Usable() { // P-TOK-04
-		p.tokenError(w, &httpapi.Error{Status: 401, Code: ltiplatform.CodeUnknownClient, OAuth: ltiplatform.OAuthInvalidClient,
+		p.toolTokenError(w, t, &httpapi.Error{Status: 401, Code: ltiplatform.CodeUnknownClient, OAuth: ltiplatform.OAuthInvalidClient,
 			Rule: "P-TOK-04", Description: "The assertion's issuer is not an active registered tool."})
 		return
 	}
 	now := p.now()
 	a, e := ltiplatform.VerifyClientAssertion(r.Context(), req.Assertion, t.ClientID, p.tokenAudiences, p.keyFunc(t), now, p.opts.ClockSkew)
 	if e != nil {
-		p.tokenError(w, e)
+		p.toolTokenError(w, t, e)
 		return
 	}
 	// P-TOK-07: an assertion is good for one token.
 	if first, err := p.replays.Use(r.Context(), "jti\x00"+t.ClientID+"\x00"+a.JTI, a.Expires.Add(p.opts.ClockSkew), now); err != nil {
-		p.tokenError(w, httpapi.ReplayStoreUnavailable(err))
+		p.toolTokenError(w, t, httpapi.ReplayStoreUnavailable(err))
 		return
 	} else if !first {
-		p.tokenError(w, &httpapi.Error{Status: 401, Code: "ASSERTION_REPLAYED", OAuth: ltiplatform.OAuthInvalidClient,
+		p.toolTokenError(w, t, &httpapi.Error{Status: 401, Code: ltiplatform.CodeAssertionReplayed, OAuth: ltiplatform.OAuthInvalidClient,
 			Rule: "P-TOK-07", Description: "This client assertion (jti) was already used."})
 		return
 	}
 	granted, e := ltiplatform.GrantScopes(req.Scopes, t.Scopes())
 	if e != nil {
-		p.tokenError(w, e)
+		p.toolTokenError(w, t, e)
 		return
 	}
 	scope := strings.Join(granted, " ")
@@ -104,7 +106,7 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 	})
 	if he != nil {
 		he.OAuth = ltiplatform.OAuthTemporarilyUnavailable // p.sign made he for this request
-		p.tokenError(w, he)
+		p.toolTokenError(w, t, he)
 		return
 	}
 	count("token", "ok")
@@ -114,6 +116,13 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 // TokenError answers a refused token request in the OAuth 2.0 error form of the token
 // endpoint (for refusals decided before the handler, such as the rate limit).
 func (p *Platform) TokenError(w http.ResponseWriter, e *httpapi.Error) { p.tokenError(w, e) }
+
+// toolTokenError is tokenError for a request naming the registered tool t (nil: none):
+// launch health learns of it too.
+func (p *Platform) toolTokenError(w http.ResponseWriter, t *registry.Tool, e *httpapi.Error) {
+	p.refused(t, launchhealth.StepToken, e)
+	p.tokenError(w, e)
+}
 
 func (p *Platform) tokenError(w http.ResponseWriter, e *httpapi.Error) {
 	count("token", e.Code)

@@ -47,7 +47,7 @@ func (t *Tool) refuse(w http.ResponseWriter, r *http.Request, p *registry.Platfo
 		if rule == "" {
 			rule = launchRules[e.Code]
 		}
-		t.opts.Health.Refused(p, e.Code, rule)
+		t.opts.Health.Refused(p, e.Code, rule, e.Sent)
 	}
 	t.fail(w, r, e)
 }

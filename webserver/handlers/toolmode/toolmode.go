@@ -81,7 +81,7 @@ type NoticeOptions struct {
 // called on the launch path.
 type LaunchHealth interface {
 	Launched(p *registry.Platform)
-	Refused(p *registry.Platform, code, rule string)
+	Refused(p *registry.Platform, code, rule, sent string)
 }
 
 // DeploymentRecorder learns the deployments launches come from (onboarding records them on

@@ -23,6 +23,10 @@ type Error struct {
 	OAuth string
 	// Upstream is set when the failure is the LMS's.
 	Upstream *Upstream
+	// Sent is the value the request sent that the check refused, when it is registration
+	// data an administrator compares with the registration (the deployment id of an
+	// UNKNOWN_DEPLOYMENT): for the registration's Events, never written to a response.
+	Sent string
 	// Cause is the underlying failure (a key-set fetch error): for logs and errors.Is,
 	// never written to a response.
 	Cause error

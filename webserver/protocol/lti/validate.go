@@ -349,7 +349,9 @@ func check(c *Claims, p *Policy) *apierr.Error {
 	case len(c.DeploymentID) > MaxIdentifierLength:
 		return errTooLong("deployment_id", "T-TOK-19")
 	case len(p.DeploymentIDs) > 0 && !slices.Contains(p.DeploymentIDs, c.DeploymentID):
-		return newError(403, CodeUnknownDeployment, "T-TOK-19", "The deployment is not known for this platform registration.")
+		e := newError(403, CodeUnknownDeployment, "T-TOK-19", "The deployment is not known for this platform registration.")
+		e.Sent = c.DeploymentID
+		return e
 	case p.ExpectedDeploymentID != "" && c.DeploymentID != p.ExpectedDeploymentID:
 		return newError(400, CodeDeploymentMismatch, "T-TOK-20", "The deployment_id differs from the login's lti_deployment_id.")
 	}

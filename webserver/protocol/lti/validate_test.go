@@ -90,6 +90,8 @@ func TestValidateRejects(t *testing.T) {
 		rule     string
 		descHas  string
 		causeHas error
+		// sent is the refused value the error carries for the registration's Events.
+		sent string
 	}{
 		// T-TOK-03: structure.
 		{validateCase: validateCase{name: "T-TOK-03 not a JWS", token: func(testing.TB) string { return "not-a-jwt" }},
@@ -288,7 +290,7 @@ func TestValidateRejects(t *testing.T) {
 			status: 400, code: CodeIdentifierTooLong, rule: "T-TOK-19"},
 		{validateCase: validateCase{name: "T-TOK-19 deployment not in the allow-list",
 			policy: func(p *Policy) { p.DeploymentIDs = []string{"1", "2"} }},
-			status: 403, code: CodeUnknownDeployment, rule: "T-TOK-19"},
+			status: 403, code: CodeUnknownDeployment, rule: "T-TOK-19", sent: testDeployment},
 		{validateCase: validateCase{name: "T-TOK-20 deployment differs from the login's",
 			policy: func(p *Policy) { p.ExpectedDeploymentID = "another-deployment" }},
 			status: 400, code: CodeDeploymentMismatch, rule: "T-TOK-20"},
@@ -358,6 +360,9 @@ func TestValidateRejects(t *testing.T) {
 			}
 			if tc.descHas != "" && !strings.Contains(e.Description, tc.descHas) {
 				t.Errorf("description %q does not mention %q", e.Description, tc.descHas)
+			}
+			if e.Sent != tc.sent {
+				t.Errorf("Sent = %q, want %q", e.Sent, tc.sent)
 			}
 			if tc.causeHas != nil && !errors.Is(e, tc.causeHas) {
 				t.Errorf("error %v does not wrap %v", e, tc.causeHas)

@@ -92,6 +92,8 @@ const (
 	CodeMissingJTI = "MISSING_JTI"
 	// 401 TOK P-TOK-07: jti longer than MaxReplayIDLength.
 	CodeInvalidJTI = "INVALID_JTI"
+	// 401 invalid_client TOK P-TOK-07: the jti was used before (the caller's replay check).
+	CodeAssertionReplayed = "ASSERTION_REPLAYED"
 	// 400 DLR P-DLR-10: deployment_id missing or not the request's.
 	CodeDeploymentMismatch = "DEPLOYMENT_MISMATCH"
 	// 400 DLR P-DLR-11: message_type is not LtiDeepLinkingResponse.

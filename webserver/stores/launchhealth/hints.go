@@ -1,6 +1,7 @@
 package launchhealth
 
 import (
+	"strconv"
 	"strings"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -35,17 +36,27 @@ var hints = map[string]string{
 	lti.CodeLaunchNotConfigured:   "ltiop has no launch URL for this message type: the operator must set launchUrl in ltiop's configuration.",
 }
 
-// Hint is the one-line advice for code; for deployment refusals it names the deployments
-// the registration accepts (registration data, never a user's).
-func Hint(code string, reg *ltiv1.PlatformRegistration) string {
+// Hint is the one-line advice for code; for deployment refusals it names the deployment
+// the LMS sent (sent, when the refusal carried it) and the deployments the registration
+// accepts: registration data, never a user's.
+func Hint(code, sent string, reg *ltiv1.PlatformRegistration) string {
 	h, ok := hints[code]
 	if !ok {
 		return "See docs/troubleshooting.md for this code."
 	}
-	if code == lti.CodeUnknownDeployment && reg != nil && len(reg.Spec.DeploymentIDs) > 0 {
-		ids := reg.Spec.DeploymentIDs
-		if len(ids) > 5 {
-			ids = append(ids[:5:5], "…")
+	if code != lti.CodeUnknownDeployment {
+		return h
+	}
+	if sent != "" {
+		h += " The LMS sent " + strconv.Quote(sent) + "."
+	}
+	if reg != nil && len(reg.Spec.DeploymentIDs) > 0 {
+		ids := make([]string, 0, 6)
+		for _, id := range reg.Spec.DeploymentIDs[:min(5, len(reg.Spec.DeploymentIDs))] {
+			ids = append(ids, strconv.Quote(id))
+		}
+		if len(reg.Spec.DeploymentIDs) > 5 {
+			ids = append(ids, "…")
 		}
 		h += " Registered: " + strings.Join(ids, ", ") + "."
 	}

@@ -1,7 +1,9 @@
-// Package launchhealth tells a PlatformRegistration how its launches go: the web server
-// records each successful and refused launch in memory (no API-server call on the launch
-// path), and a background loop on every replica writes status.launchHealth, only on change
-// and only forward in time, and Events on refusals, one per code at most every ten minutes.
+// Package launchhealth tells a registration how its launches go: a PlatformRegistration
+// its tool-mode launches, a ToolRegistration its platform-mode ones (authorization
+// requests, token requests, deep-linking responses). The web server records each success
+// and refusal in memory (no API-server call on the request path), and a background loop on
+// every replica writes status.launchHealth, only on change and only forward in time, and
+// Events on refusals, one per step and code at most every ten minutes.
 package launchhealth
 
 import (
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +39,24 @@ const DefaultEventInterval = 10 * time.Minute
 // ReasonLaunchRefused is the reason of the Events on refused launches.
 const ReasonLaunchRefused = "LaunchRefused"
 
+// ReasonTokenRequestRefused is the reason of the Events on a tool's refused token requests.
+const ReasonTokenRequestRefused = "TokenRequestRefused"
+
+// Step is the request a refusal answered.
+type Step string
+
+// The steps of a refusal: tool mode's launch, and platform mode's three requests of a tool.
+const (
+	StepLaunch      Step = "launch"
+	StepAuthorize   Step = "authorize"
+	StepToken       Step = "token"
+	StepDeepLinking Step = "deep_linking"
+)
+
+// maxSent bounds the refused value kept for an Event: a deployment id is at most 255 bytes
+// (T-TOK-19), a login's is not checked before it is refused.
+const maxSent = 128
+
 // Options configure a Recorder.
 type Options struct {
 	Namespace string
@@ -52,14 +73,44 @@ type Options struct {
 	EventInterval time.Duration
 }
 
-// Recorder aggregates launch outcomes per registration on one replica. Its memory is one
-// small entry per registration that launched (keyed by the registration, never by user),
-// plus one counter per distinct refusal code since the last flush: the codes are ltiop's
-// fixed set, so a flood of refusals grows nothing.
-type Recorder struct {
+// Recorder aggregates the launches of PlatformRegistrations on one replica.
+type Recorder struct{ core }
+
+// ToolRecorder aggregates the launches, token requests and deep-linking responses of
+// ToolRegistrations (platform mode) on one replica.
+type ToolRecorder struct{ core }
+
+// core is what both Recorders are. Its memory is one small entry per registration that
+// launched (keyed by the registration, never by user), plus one counter per distinct
+// step and refusal code since the last Event: the codes are ltiop's fixed set, so a flood
+// of refusals grows nothing.
+type core struct {
 	opts    Options
+	kind    kind
 	now     func() time.Time
 	entries sync.Map // registration name → *entry
+}
+
+// kind is what a Recorder writes to: the registration type, where its launch health is,
+// and the advice for a refusal code.
+type kind struct {
+	object func() client.Object
+	health func(client.Object) *ltiv1.LaunchHealth
+	hint   func(code, sent string, reg client.Object) string
+}
+
+var platforms = kind{
+	object: func() client.Object { return &ltiv1.PlatformRegistration{} },
+	health: func(o client.Object) *ltiv1.LaunchHealth { return o.(*ltiv1.PlatformRegistration).Status.LaunchHealth },
+	hint: func(code, sent string, o client.Object) string {
+		return Hint(code, sent, o.(*ltiv1.PlatformRegistration))
+	},
+}
+
+var tools = kind{
+	object: func() client.Object { return &ltiv1.ToolRegistration{} },
+	health: func(o client.Object) *ltiv1.LaunchHealth { return o.(*ltiv1.ToolRegistration).Status.LaunchHealth },
+	hint:   func(code, _ string, _ client.Object) string { return ToolHint(code) },
 }
 
 type entry struct {
@@ -68,47 +119,78 @@ type entry struct {
 	lastLaunch atomic.Int64 // unix nanoseconds; 0: none seen
 
 	mu      sync.Mutex
-	refusal *ltiv1.LaunchRefusal  // the latest one seen by this replica
-	counts  map[string]*codeCount // refusals not yet told in an Event, by code
-	evented map[string]time.Time  // when the last Event of each code was made
+	refusal *ltiv1.LaunchRefusal      // the latest one seen by this replica
+	counts  map[refusalKey]*codeCount // refusals not yet told in an Event
+	evented map[refusalKey]time.Time  // when the last Event of each was made
+}
+
+type refusalKey struct {
+	step Step
+	code string
 }
 
 type codeCount struct {
 	rule string
 	n    int
+	sent string // the refused value of the latest one, if it carried one
 }
 
-// New returns a Recorder; start its loop with Start (a manager Runnable).
-func New(opts Options) *Recorder {
+// New returns the Recorder of PlatformRegistrations; start its loop with Start (a manager
+// Runnable).
+func New(opts Options) *Recorder { return &Recorder{newCore(opts, platforms)} }
+
+// NewTools returns the Recorder of ToolRegistrations; start its loop with Start.
+func NewTools(opts Options) *ToolRecorder { return &ToolRecorder{newCore(opts, tools)} }
+
+func newCore(opts Options, k kind) core {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
 	}
 	if opts.EventInterval <= 0 {
 		opts.EventInterval = DefaultEventInterval
 	}
-	return &Recorder{opts: opts, now: time.Now}
+	return core{opts: opts, kind: k, now: time.Now}
 }
 
-func (r *Recorder) entry(p *registry.Platform) *entry {
-	if v, ok := r.entries.Load(p.ID); ok {
-		if e := v.(*entry); e.uid == p.UID {
+// Launched records a successful launch from p. Called on the launch path: no I/O.
+func (r *Recorder) Launched(p *registry.Platform) { r.launched(p.ID, p.UID) }
+
+// Refused records a launch from p refused with the stable code and conformance rule;
+// sent is the refused value the Event may name (apierr.Error.Sent), or "". Called on the
+// launch path: no I/O.
+func (r *Recorder) Refused(p *registry.Platform, code, rule, sent string) {
+	r.refused(p.ID, p.UID, StepLaunch, code, rule, sent)
+}
+
+// Launched records an authorization request of t that ltiop answered with a launch.
+// Called on the request path: no I/O.
+func (r *ToolRecorder) Launched(t *registry.Tool) { r.launched(t.ID, t.UID) }
+
+// Refused records a request of t refused at step with the stable code and conformance
+// rule. Called on the request path: no I/O.
+func (r *ToolRecorder) Refused(t *registry.Tool, step Step, code, rule string) {
+	r.refused(t.ID, t.UID, step, code, rule, "")
+}
+
+func (r *core) entry(name string, uid types.UID) *entry {
+	if v, ok := r.entries.Load(name); ok {
+		if e := v.(*entry); e.uid == uid {
 			return e
 		}
 	}
-	e := &entry{uid: p.UID}
-	v, loaded := r.entries.LoadOrStore(p.ID, e)
-	if loaded && v.(*entry).uid == p.UID {
+	e := &entry{uid: uid}
+	v, loaded := r.entries.LoadOrStore(name, e)
+	if loaded && v.(*entry).uid == uid {
 		return v.(*entry)
 	}
 	if loaded { // a re-created registration inherits nothing of the old one
-		r.entries.Store(p.ID, e)
+		r.entries.Store(name, e)
 	}
 	return e
 }
 
-// Launched records a successful launch from p. Called on the launch path: no I/O.
-func (r *Recorder) Launched(p *registry.Platform) {
-	e := r.entry(p)
+func (r *core) launched(name string, uid types.UID) {
+	e := r.entry(name, uid)
 	now := r.now().UnixNano()
 	for {
 		old := e.lastLaunch.Load()
@@ -121,35 +203,50 @@ func (r *Recorder) Launched(p *registry.Platform) {
 	}
 }
 
-// Refused records a launch from p refused with the stable code and conformance rule.
-// Called on the launch path: no I/O.
-func (r *Recorder) Refused(p *registry.Platform, code, rule string) {
-	e := r.entry(p)
+func (r *core) refused(name string, uid types.UID, step Step, code, rule, sent string) {
+	e := r.entry(name, uid)
 	now := r.now()
+	k := refusalKey{step: step, code: code}
 	e.mu.Lock()
 	if e.refusal == nil || !now.Before(e.refusal.Time.Time) {
 		e.refusal = &ltiv1.LaunchRefusal{Code: code, Rule: rule}
 		e.refusal.Time.Time = now
 	}
 	if e.counts == nil {
-		e.counts = map[string]*codeCount{}
+		e.counts = map[refusalKey]*codeCount{}
 	}
-	c := e.counts[code]
+	c := e.counts[k]
 	if c == nil {
 		c = &codeCount{rule: rule}
-		e.counts[code] = c
+		e.counts[k] = c
 	}
 	c.n++
+	if sent != "" && sent != c.sent {
+		c.sent = clip(sent)
+	}
 	e.mu.Unlock()
 	e.dirty.Store(true)
 }
 
+// clip keeps at most maxSent bytes of s, printable: it goes into an Event note.
+func clip(s string) string {
+	if len(s) > maxSent {
+		s = s[:maxSent] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, strings.ToValidUTF8(s, "?"))
+}
+
 // NeedLeaderElection is false: every replica writes what it saw.
-func (r *Recorder) NeedLeaderElection() bool { return false }
+func (r *core) NeedLeaderElection() bool { return false }
 
 // Start flushes every interval until ctx ends, then once more. The first flush comes at a
 // random point of the first interval, so replicas started together do not write together.
-func (r *Recorder) Start(ctx context.Context) error {
+func (r *core) Start(ctx context.Context) error {
 	first := time.Duration(rand.Int64N(int64(r.opts.Interval))) //nolint:gosec // jitter, not a secret
 	timer := time.NewTimer(first)
 	defer timer.Stop()
@@ -169,7 +266,7 @@ func (r *Recorder) Start(ctx context.Context) error {
 
 // Flush writes what changed since the last flush: status.launchHealth where this replica
 // saw something newer than the registration holds, and one Event per refusal code.
-func (r *Recorder) Flush(ctx context.Context) {
+func (r *core) Flush(ctx context.Context) {
 	r.entries.Range(func(k, v any) bool {
 		name, e := k.(string), v.(*entry)
 		if !e.dirty.Swap(false) {
@@ -183,8 +280,8 @@ func (r *Recorder) Flush(ctx context.Context) {
 	})
 }
 
-func (r *Recorder) flush(ctx context.Context, name string, e *entry) error {
-	reg := &ltiv1.PlatformRegistration{}
+func (r *core) flush(ctx context.Context, name string, e *entry) error {
+	reg := r.kind.object()
 	if err := r.opts.Reader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: name}, reg); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.entries.CompareAndDelete(name, e)
@@ -192,7 +289,7 @@ func (r *Recorder) flush(ctx context.Context, name string, e *entry) error {
 		}
 		return err
 	}
-	if reg.UID != e.uid {
+	if reg.GetUID() != e.uid {
 		r.entries.CompareAndDelete(name, e)
 		return nil
 	}
@@ -206,14 +303,14 @@ func (r *Recorder) flush(ctx context.Context, name string, e *entry) error {
 	e.mu.Unlock()
 	r.emit(reg, due)
 
-	patch := newer(reg.Status.LaunchHealth, e.lastLaunch.Load(), refusal)
+	patch := newer(r.kind.health(reg), e.lastLaunch.Load(), refusal)
 	if patch == nil {
 		return nil // the registration already holds this or something newer
 	}
 	// The resourceVersion makes the write conditional: a replica whose cache is behind
 	// another replica's newer value gets a conflict, not a step back in time.
 	body, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": reg.ResourceVersion},
+		"metadata": map[string]any{"resourceVersion": reg.GetResourceVersion()},
 		"status":   map[string]any{"launchHealth": patch},
 	})
 	if err != nil {
@@ -251,46 +348,60 @@ func newer(cur *ltiv1.LaunchHealth, lastLaunch int64, refusal *ltiv1.LaunchRefus
 	return patch
 }
 
-// due takes from e the counts of the codes whose Event may be made now; the others wait.
-// e.mu is held.
-func (r *Recorder) due(e *entry) map[string]*codeCount {
+// due takes from e the counts of the step and codes whose Event may be made now; the
+// others wait. e.mu is held.
+func (r *core) due(e *entry) map[refusalKey]*codeCount {
 	now := r.now()
-	due := map[string]*codeCount{}
-	for code, c := range e.counts {
-		if last, ok := e.evented[code]; ok && now.Sub(last) < r.opts.EventInterval {
+	due := map[refusalKey]*codeCount{}
+	for k, c := range e.counts {
+		if last, ok := e.evented[k]; ok && now.Sub(last) < r.opts.EventInterval {
 			continue
 		}
-		due[code] = c
-		delete(e.counts, code)
+		due[k] = c
+		delete(e.counts, k)
 		if e.evented == nil {
-			e.evented = map[string]time.Time{}
+			e.evented = map[refusalKey]time.Time{}
 		}
-		e.evented[code] = now
+		e.evented[k] = now
 	}
 	return due
 }
 
-// emit makes one Event per refusal code seen since the last flush. The note says how many,
-// the rule and what the LMS administrator can do; it names no user.
-func (r *Recorder) emit(reg *ltiv1.PlatformRegistration, counts map[string]*codeCount) {
+// emit makes one Event per step and refusal code seen since the last flush. The note says
+// how many, the rule and what the administrator can do; it names no user.
+func (r *core) emit(reg client.Object, counts map[refusalKey]*codeCount) {
 	if r.opts.Events == nil || len(counts) == 0 {
 		return
 	}
-	codes := make([]string, 0, len(counts))
-	for code := range counts {
-		codes = append(codes, code)
+	keys := make([]refusalKey, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
 	}
-	sort.Strings(codes)
-	for _, code := range codes {
-		c := counts[code]
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].step != keys[j].step {
+			return keys[i].step < keys[j].step
+		}
+		return keys[i].code < keys[j].code
+	})
+	for _, k := range keys {
+		c := counts[k]
 		rule := c.rule
 		if rule == "" {
 			rule = "none"
 		}
-		r.opts.Events.Eventf(reg, nil, corev1.EventTypeWarning, ReasonLaunchRefused, "Launch",
-			"%s", truncate(fmt.Sprintf("%d launch(es) refused with %s (rule %s) since the last report. %s",
-				c.n, code, rule, Hint(code, reg))))
+		what := stepNames[k.step]
+		r.opts.Events.Eventf(reg, nil, corev1.EventTypeWarning, what.reason, what.action,
+			"%s", truncate(fmt.Sprintf("%d %s refused with %s (rule %s) since the last report. %s",
+				c.n, what.noun, k.code, rule, r.kind.hint(k.code, c.sent, reg))))
 	}
+}
+
+// stepNames are the Event reason, action and note noun of each step.
+var stepNames = map[Step]struct{ reason, action, noun string }{
+	StepLaunch:      {ReasonLaunchRefused, "Launch", "launch(es)"},
+	StepAuthorize:   {ReasonLaunchRefused, "Authorize", "authorization request(s)"},
+	StepDeepLinking: {ReasonLaunchRefused, "DeepLinkingReturn", "deep-linking response(s)"},
+	StepToken:       {ReasonTokenRequestRefused, "Token", "token request(s)"},
 }
 
 // truncate keeps an Event note under the API server's 1 KiB limit.

@@ -2,6 +2,7 @@ package launchhealth
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestRecorderIsBoundedByRegistrationsAndCodes(t *testing.T) {
 	r := New(Options{})
 	p := &registry.Platform{ID: "lms", UID: types.UID("u1")}
 	for i := range 10_000 {
-		r.Refused(p, fmt.Sprintf("CODE_%d", i%3), "")
+		r.Refused(p, fmt.Sprintf("CODE_%d", i%3), "", "")
 		r.Launched(p)
 	}
 	n := 0
@@ -64,7 +65,7 @@ func TestRecorderIsBoundedByRegistrationsAndCodes(t *testing.T) {
 		t.Fatalf("entries: %d, want 1", n)
 	}
 	// A re-created registration (new UID) inherits nothing.
-	r.Refused(&registry.Platform{ID: "lms", UID: types.UID("u2")}, "CODE_9", "")
+	r.Refused(&registry.Platform{ID: "lms", UID: types.UID("u2")}, "CODE_9", "", "")
 	v, _ := r.entries.Load("lms")
 	if e := v.(*entry); e.uid != "u2" || len(e.counts) != 1 || e.lastLaunch.Load() != 0 {
 		t.Fatalf("re-created registration kept the old entry: %+v", e)
@@ -77,19 +78,20 @@ func TestEventsAreThrottledPerCode(t *testing.T) {
 	now := at(0)
 	r := New(Options{EventInterval: 10 * time.Minute})
 	r.now = func() time.Time { return now }
+	a := refusalKey{step: StepLaunch, code: "A"}
 	e := &entry{}
-	e.counts = map[string]*codeCount{"A": {n: 100}}
-	if d := r.due(e); d["A"] == nil || d["A"].n != 100 {
+	e.counts = map[refusalKey]*codeCount{a: {n: 100}}
+	if d := r.due(e); d[a] == nil || d[a].n != 100 {
 		t.Fatalf("first: %v", d)
 	}
-	e.counts["A"] = &codeCount{n: 5}
+	e.counts[a] = &codeCount{n: 5}
 	now = now.Add(9 * time.Minute)
 	if d := r.due(e); len(d) != 0 {
 		t.Fatalf("within the interval: %v", d)
 	}
-	e.counts["A"].n += 2
+	e.counts[a].n += 2
 	now = now.Add(2 * time.Minute)
-	if d := r.due(e); d["A"] == nil || d["A"].n != 7 {
+	if d := r.due(e); d[a] == nil || d[a].n != 7 {
 		t.Fatalf("after the interval: %v", d)
 	}
 }
@@ -100,7 +102,7 @@ func BenchmarkRefused(b *testing.B) {
 	p := &registry.Platform{ID: "lms", UID: "u"}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			r.Refused(p, "AUDIENCE_MISMATCH", "T-TOK-12")
+			r.Refused(p, "AUDIENCE_MISMATCH", "T-TOK-12", "")
 		}
 	})
 }
@@ -118,4 +120,55 @@ func BenchmarkLaunched(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// T-LOGIN-04 / T-TOK-19: the UNKNOWN_DEPLOYMENT hint names the deployment the LMS sent and
+// the ones registered, quoted, so the administrator sees a stray space or a wrong id.
+func TestUnknownDeploymentHintNamesSentAndRegistered(t *testing.T) {
+	reg := &ltiv1.PlatformRegistration{Spec: ltiv1.PlatformRegistrationSpec{DeploymentIDs: []string{"1", "2", "3", "4", "5", "6"}}}
+	h := Hint("UNKNOWN_DEPLOYMENT", "7 ", reg)
+	for _, want := range []string{`The LMS sent "7 ".`, `Registered: "1", "2", "3", "4", "5", ….`} {
+		if !strings.Contains(h, want) {
+			t.Errorf("hint %q lacks %q", h, want)
+		}
+	}
+	if h := Hint("AUDIENCE_MISMATCH", "7", reg); strings.Contains(h, `"7"`) {
+		t.Errorf("another code's hint names the sent value: %q", h)
+	}
+}
+
+// A refused value goes into an Event note: it is clipped and its control characters
+// replaced, whatever the login sent.
+func TestSentValueIsClippedAndPrintable(t *testing.T) {
+	r := New(Options{})
+	p := &registry.Platform{ID: "lms", UID: "u"}
+	r.Refused(p, "UNKNOWN_DEPLOYMENT", "T-LOGIN-04", "dep\r\nX-Injected: 1"+strings.Repeat("d", 500)+"\xff")
+	v, _ := r.entries.Load("lms")
+	c := v.(*entry).counts[refusalKey{StepLaunch, "UNKNOWN_DEPLOYMENT"}]
+	if strings.ContainsAny(c.sent, "\r\n") || len(c.sent) > maxSent+len("…") || !strings.HasPrefix(c.sent, "dep??X-Injected") {
+		t.Fatalf("sent kept as %q", c.sent)
+	}
+}
+
+// Platform mode: one counter per step and code, so the token endpoint's refusals and the
+// authorization endpoint's of the same code make separate Events.
+func TestToolRecorderCountsPerStepAndCode(t *testing.T) {
+	r := NewTools(Options{})
+	tool := &registry.Tool{ID: "quiz", UID: "u"}
+	for range 1000 {
+		r.Refused(tool, StepToken, "UNKNOWN_KID", "P-TOK-08")
+		r.Refused(tool, StepDeepLinking, "UNKNOWN_KID", "P-DLR-01")
+	}
+	r.Launched(tool)
+	v, _ := r.entries.Load("quiz")
+	e := v.(*entry)
+	if len(e.counts) != 2 || e.counts[refusalKey{StepToken, "UNKNOWN_KID"}].n != 1000 || e.lastLaunch.Load() == 0 {
+		t.Fatalf("counts %v, last launch %d", e.counts, e.lastLaunch.Load())
+	}
+	if e.refusal.Rule != "P-DLR-01" {
+		t.Fatalf("last refusal: %+v", e.refusal)
+	}
+	if h := ToolHint("UNKNOWN_KID"); !strings.Contains(h, "spec.authConfig") {
+		t.Fatalf("tool hint: %q", h)
+	}
 }
