@@ -89,4 +89,17 @@ var _ = Describe("Launch health on the registration", func() {
 		ltiop.LaunchHealth.Flush(ctx)
 		Consistently(func() int { return len(refusalEvents(lms.ID)) }, 2*time.Second).Should(Equal(1))
 	})
+
+	It("names the deployment the LMS sent and the registered ones in the UNKNOWN_DEPLOYMENT Event (T-LOGIN-04)", func(ctx SpecContext) {
+		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.DeploymentIDs = []string{"deployment-2", "deployment-3"} })
+		res := newBrowser().launch(lms, "user=teacher-1") // the simulator launches from deployment-1
+		Expect(res.Body).To(ContainSubstring("UNKNOWN_DEPLOYMENT"))
+		Eventually(func(g Gomega) {
+			ltiop.LaunchHealth.Flush(ctx)
+			g.Expect(refusalEvents(lms.ID)).To(HaveLen(1))
+		}).Should(Succeed())
+		note := refusalEvents(lms.ID)[0].Note
+		Expect(note).To(ContainSubstring("UNKNOWN_DEPLOYMENT (rule T-LOGIN-04)"))
+		Expect(note).To(ContainSubstring(`The LMS sent "deployment-1". Registered: "deployment-2", "deployment-3".`))
+	})
 })

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/paths"
+	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
+)
+
+// eventsOn are the Events of reason on the object named name in namespace ns.
+func eventsOn(ns, name, reason string) []eventsv1.Event {
+	var list eventsv1.EventList
+	Expect(k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Platform mode: the ToolRegistration tells the tool's administrator how its launches,
+// token requests and deep-linking responses go (issue #27 §1).
+var _ = Describe("Launch health on a ToolRegistration", func() {
+	It("records a flood of refused token requests (P-TOK-05) as one Event and the last refusal, a refused authorization request (P-AUTH-06), and the last launch", func(ctx SpecContext) {
+		d := startPlatformInstance("ltiop-tool-health", nil)
+		tool, toolURL := serveToolSim(d, nil)
+		reg := registerTool(ctx, d.Namespace, "health-tool", tool, toolURL)
+		fetch := func(g Gomega) *ltiv1.LaunchHealth {
+			d.ToolHealth.Flush(ctx)
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+			return reg.Status.LaunchHealth
+		}
+
+		By("50 token requests whose assertion is addressed elsewhere")
+		for range 50 {
+			_, status, err := tool.RequestTokenWith(ctx, []string{string(ltiv1.ScopeNRPSMembership)},
+				toolsim.WithClaim("aud", "https://elsewhere.example/token"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status).To(Equal(401))
+		}
+		refusedBy := time.Now()
+		Eventually(func(g Gomega) {
+			h := fetch(g)
+			g.Expect(h).NotTo(BeNil())
+			g.Expect(h.LastRefusal).NotTo(BeNil())
+			g.Expect(h.LastRefusal.Code).To(Equal("AUDIENCE_MISMATCH"))
+		}).Should(Succeed())
+		Expect(reg.Status.LaunchHealth.LastRefusal.Rule).To(Equal("P-TOK-05"))
+		Expect(reg.Status.LaunchHealth.LastRefusal.Time.Time).To(BeTemporally("~", refusedBy, 30*time.Second))
+		Expect(reg.Status.LaunchHealth.LastLaunchTime).To(BeNil(), "no launch yet")
+
+		Eventually(func() int { return len(eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused)) }).Should(Equal(1))
+		ev := eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused)[0]
+		Expect(ev.Type).To(Equal("Warning"))
+		Expect(ev.Action).To(Equal("Token"))
+		Expect(ev.Note).To(HavePrefix("50 token request(s) refused with AUDIENCE_MISMATCH (rule P-TOK-05)"))
+		Expect(ev.Note).To(ContainSubstring("status.tokenEndpoint"), "the hint says what to fix")
+		Expect(ev.Regarding.Kind).To(Equal("ToolRegistration"))
+
+		By("an authorization request with a redirect_uri the registration does not list")
+		q := url.Values{"scope": {"openid"}, "response_type": {"id_token"}, "response_mode": {"form_post"}, "prompt": {"none"},
+			"client_id": {reg.Status.ClientID}, "redirect_uri": {"https://elsewhere.example/launch"},
+			"login_hint": {"u"}, "lti_message_hint": {"h"}, "state": {"s"}, "nonce": {"n"}}
+		Expect(callAt(d.Local, "GET", paths.PlatformAuthorize+"?"+q.Encode(), nil, nil).Status).To(Equal(400))
+		Eventually(func(g Gomega) {
+			g.Expect(fetch(g).LastRefusal.Code).To(Equal("INVALID_REDIRECT_URI"))
+		}).Should(Succeed())
+		Expect(reg.Status.LaunchHealth.LastRefusal.Rule).To(Equal("P-AUTH-06"))
+		Eventually(func() []string {
+			var actions []string
+			for _, e := range eventsOn(d.Namespace, reg.Name, launchhealth.ReasonLaunchRefused) {
+				actions = append(actions, e.Action+" "+strings.SplitN(e.Note, ".", 2)[0])
+			}
+			return actions
+		}).Should(ConsistOf("Authorize 1 authorization request(s) refused with INVALID_REDIRECT_URI (rule P-AUTH-06) since the last report"))
+
+		By("a launch")
+		body := map[string]any{"toolId": reg.Name, "user": "student-secret-name", "resourceLink": map[string]string{"id": "rl-1"}}
+		_, toIntegrator := browserToIntegrator(d, body)
+		Expect(toIntegrator.Query().Get("payload")).NotTo(BeEmpty())
+		Eventually(func(g Gomega) {
+			g.Expect(fetch(g).LastLaunchTime).NotTo(BeNil())
+		}).Should(Succeed())
+		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal("INVALID_REDIRECT_URI"), "the last refusal is kept")
+
+		By("more refusals within the event interval make no second Event; no Event names a user")
+		_, status, err := tool.RequestTokenWith(ctx, []string{string(ltiv1.ScopeNRPSMembership)},
+			toolsim.WithClaim("aud", "https://elsewhere.example/token"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(Equal(401))
+		d.ToolHealth.Flush(ctx)
+		Consistently(func() int {
+			return len(eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused))
+		}, 2*time.Second).Should(Equal(1))
+		for _, e := range append(eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused),
+			eventsOn(d.Namespace, reg.Name, launchhealth.ReasonLaunchRefused)...) {
+			Expect(e.Note).NotTo(ContainSubstring("student-secret-name"))
+		}
+	})
+})
