@@ -308,7 +308,7 @@ type LaunchHealth struct {
 	LastLaunchTime *metav1.Time `json:"lastLaunchTime,omitempty"`
 
 	// LastRefusal is the last launch of this registration that ltiop refused (for a
-	// ToolRegistration also its token requests and deep-linking responses).
+	// ToolRegistration also its token requests, deep-linking responses and service calls).
 	// +optional
 	LastRefusal *LaunchRefusal `json:"lastRefusal,omitempty"`
 }

@@ -166,8 +166,8 @@ type ToolRegistrationStatus struct {
 
 	// LaunchHealth is the time of the tool's last successful launch (an authorization
 	// request ltiop answered) and the last request of the tool ltiop refused: an
-	// authorization request, a token request or a deep-linking response. Written by the
-	// web server's replicas at most once a minute each, only forward in time.
+	// authorization request, a token request, a deep-linking response or a service call.
+	// Written by the web server's replicas at most once a minute each, only forward in time.
 	// +optional
 	LaunchHealth *LaunchHealth `json:"launchHealth,omitempty"`
 }

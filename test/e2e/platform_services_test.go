@@ -7,11 +7,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/config"
 	"github.com/ltiop/ltiop/simulators/datasim"
 	"github.com/ltiop/ltiop/simulators/stdwebhook"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 )
 
 // Platform mode's whole chain on the real API server and the real app wiring: a tool
@@ -82,6 +85,28 @@ var _ = Describe("Platform mode services", func() {
 		got := data.Scores("course-1", lineItem)
 		Expect(got).To(HaveLen(1))
 		Expect(*got[0].ScoreGiven).To(Equal(9.0))
+
+		By("a score posted with a token without the score scope: refused, and the tool's registration says so")
+		nrpsOnly, status, err := tool.RequestToken(ctx, []string{string(ltiv1.ScopeNRPSMembership)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(Equal(200))
+		ans, err = tool.CallService(ctx, "POST", local(lineItemURL)+"/scores", nrpsOnly.AccessToken, "", "application/vnd.ims.lis.v1.score+json", score)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ans.Status).To(Equal(403), string(ans.Body))
+		treg := &ltiv1.ToolRegistration{}
+		Eventually(func(g Gomega) {
+			d.ToolHealth.Flush(ctx)
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: toolID}, treg)).To(Succeed())
+			g.Expect(treg.Status.LaunchHealth).NotTo(BeNil())
+			g.Expect(treg.Status.LaunchHealth.LastLaunchTime).NotTo(BeNil(), "the launch above")
+			g.Expect(treg.Status.LaunchHealth.LastRefusal).NotTo(BeNil())
+			g.Expect(treg.Status.LaunchHealth.LastRefusal.Code).To(Equal("INSUFFICIENT_SCOPE"))
+		}).Should(Succeed())
+		Eventually(func() []eventsv1.Event { return eventsOn(d.Namespace, toolID, launchhealth.ReasonServiceCallRefused) }).Should(HaveLen(1))
+		ev := eventsOn(d.Namespace, toolID, launchhealth.ReasonServiceCallRefused)[0]
+		Expect(ev.Action).To(Equal("ServiceCall"))
+		Expect(ev.Note).To(HavePrefix("1 service call(s) refused with INSUFFICIENT_SCOPE"))
+		Expect(ev.Note).To(ContainSubstring("spec.scopes"))
 
 		By("deactivating the tool through the tools API: its service calls stop")
 		Expect(callAt(d.Local, "POST", "/api/tools/"+toolID+"/deactivate", nil, bearer).Status).To(Equal(200))

@@ -13,6 +13,8 @@ import (
 	"github.com/ltiop/ltiop/webserver/clients/platformdata"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/lti"
+	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
 
@@ -90,9 +92,13 @@ func (p *Platform) dataRequest(c *call, op string) *platformdata.Request {
 		Tool: platformdata.Tool{ID: c.tool.ID, ClientID: c.tool.ClientID, DeploymentID: c.tool.DeploymentID}}
 }
 
-// serviceError answers a refused service call and counts it.
-func serviceError(w http.ResponseWriter, endpoint string, e *httpapi.Error) {
+// serviceError answers a refused service call and counts it; once authorised (c not
+// nil), the tool's registration learns of it too.
+func (p *Platform) serviceError(w http.ResponseWriter, c *call, endpoint string, e *httpapi.Error) {
 	count(endpoint, e.Code)
+	if c != nil {
+		p.refused(c.tool, launchhealth.StepService, e)
+	}
 	if e.Status == http.StatusBadGateway {
 		w.Header().Set("Retry-After", strconv.Itoa(platformdata.RetryAfterSeconds))
 	}
@@ -162,7 +168,7 @@ func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "memberships"
 	c, e := p.authorise(w, r, ltiwire.ScopesMemberships...)
 	if e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	q := r.URL.Query()
@@ -171,23 +177,23 @@ func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 	if role := q.Get("role"); role != "" { // P-NRPS-05: a full URI or a short name
 		roles := lti.MembershipRoles([]string{role})
 		if len(roles) == 0 {
-			serviceError(w, endpoint, invalid("role", strconv.Quote(role)+" is not a role of the LIS vocabulary"))
+			p.serviceError(w, c, endpoint, invalid("role", strconv.Quote(role)+" is not a role of the LIS vocabulary"))
 			return
 		}
 		req.Role = roles[0]
 		next.Set("role", role)
 	}
 	if e := filter(q, next, "rlid", &req.ResourceLinkID); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	if e := pageQuery(q, next, req); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	var page platformdata.MembersPage
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, &page); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	out := membershipContainer{ID: c.root + "/memberships", Context: platformdata.Context{ID: c.grant.ContextID}, Members: make([]nrpsMember, 0, len(page.Members))}
@@ -200,7 +206,7 @@ func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 	for i := range page.Members {
 		m := &page.Members[i]
 		if m.UserID == "" {
-			serviceError(w, endpoint, httpapi.Errorf(http.StatusBadGateway, platformdata.CodeUnavailable,
+			p.serviceError(w, c, endpoint, httpapi.Errorf(http.StatusBadGateway, platformdata.CodeUnavailable,
 				"The platform's data API answered a member without userId. Nothing was written; try again."))
 			return
 		}
@@ -222,7 +228,7 @@ func (p *Platform) LineItems(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
 	c, e := p.authorise(w, r, ltiwire.ScopesLineItemRead...)
 	if e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	q := r.URL.Query()
@@ -233,23 +239,23 @@ func (p *Platform) LineItems(w http.ResponseWriter, r *http.Request) {
 		dst  *string
 	}{{"resource_link_id", &req.ResourceLinkID}, {"resource_id", &req.ResourceID}, {"tag", &req.Tag}} {
 		if e := filter(q, next, f.name, f.dst); e != nil {
-			serviceError(w, endpoint, e)
+			p.serviceError(w, c, endpoint, e)
 			return
 		}
 	}
 	if e := pageQuery(q, next, req); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	var page platformdata.LineItemsPage
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, &page); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	items := make([]advantage.LineItem, 0, len(page.LineItems))
 	for _, li := range page.LineItems {
 		if li.ID == "" {
-			serviceError(w, endpoint, missingID())
+			p.serviceError(w, c, endpoint, missingID())
 			return
 		}
 		li.ID = lineItemURL(c.root, li.ID)
@@ -287,7 +293,7 @@ func readLineItem(r *http.Request) (*advantage.LineItem, *httpapi.Error) {
 		return nil, e
 	}
 	if fe := advantage.ValidateLineItem(&li); fe != nil {
-		return nil, httpapi.Errorf(http.StatusBadRequest, CodeInvalidLineItem, fe.Error())
+		return nil, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeInvalidLineItem, fe.Error())
 	}
 	return &li, nil
 }
@@ -297,12 +303,12 @@ func (p *Platform) CreateLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
 	c, e := p.authorise(w, r, ltiwire.ScopesLineItemEdit...)
 	if e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	li, e := readLineItem(r)
 	if e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	li.ID = ""
@@ -315,12 +321,12 @@ func (p *Platform) CreateLineItem(w http.ResponseWriter, r *http.Request) {
 func (p *Platform) lineItemAnswer(w http.ResponseWriter, r *http.Request, c *call, endpoint string, req *platformdata.Request, status int) {
 	var out advantage.LineItem
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, &out); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	if out.ID == "" {
 		if req.LineItemID == "" {
-			serviceError(w, endpoint, missingID())
+			p.serviceError(w, c, endpoint, missingID())
 			return
 		}
 		out.ID = req.LineItemID
@@ -337,12 +343,12 @@ func (p *Platform) lineItemAnswer(w http.ResponseWriter, r *http.Request, c *cal
 func (p *Platform) lineItemCall(w http.ResponseWriter, r *http.Request, endpoint, op string, accept []string) (*call, *platformdata.Request, bool) {
 	c, e := p.authorise(w, r, accept...)
 	if e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return nil, nil, false
 	}
 	id := r.PathValue("lineItem")
 	if id == "" || len(id) > maxCursor {
-		serviceError(w, endpoint, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "No such line item."))
+		p.serviceError(w, c, endpoint, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "No such line item."))
 		return nil, nil, false
 	}
 	req := p.dataRequest(c, op)
@@ -368,11 +374,11 @@ func (p *Platform) UpdateLineItem(w http.ResponseWriter, r *http.Request) {
 	}
 	li, e := readLineItem(r)
 	if e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	if li.ID != "" && li.ID != lineItemURL(c.root, req.LineItemID) {
-		serviceError(w, endpoint, httpapi.Errorf(http.StatusBadRequest, CodeInvalidLineItem, "id: must be this line item's URL (a line item's id cannot change)"))
+		p.serviceError(w, c, endpoint, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeInvalidLineItem, "id: must be this line item's URL (a line item's id cannot change)"))
 		return
 	}
 	li.ID = req.LineItemID
@@ -388,7 +394,7 @@ func (p *Platform) DeleteLineItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, nil); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	count(endpoint, "ok")
@@ -409,21 +415,21 @@ func (p *Platform) PostScore(w http.ResponseWriter, r *http.Request) {
 	}
 	var raw json.RawMessage
 	if e := readBody(r, mediaScore, &raw); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	s, e := decodeScore(raw)
 	if e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	if fe := advantage.ValidateReceivedScore(s); fe != nil {
-		serviceError(w, endpoint, httpapi.Errorf(http.StatusBadRequest, CodeInvalidScore, fe.Error()))
+		p.serviceError(w, c, endpoint, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeInvalidScore, fe.Error()))
 		return
 	}
 	req.Score = s
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, nil); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	count(endpoint, "ok")
@@ -447,7 +453,7 @@ func decodeScore(body []byte) (*advantage.Score, *httpapi.Error) {
 		if v, ok := raw[k]; ok && len(v) > 0 && v[0] == '"' {
 			f, err := advantage.ParseNumber(v)
 			if err != nil {
-				return nil, httpapi.Errorf(http.StatusBadRequest, CodeInvalidScore, k+": must be a number")
+				return nil, httpapi.Errorf(http.StatusBadRequest, ltiplatform.CodeInvalidScore, k+": must be a number")
 			}
 			raw[k] = strconv.AppendFloat(nil, f, 'g', -1, 64)
 		}
@@ -472,23 +478,23 @@ func (p *Platform) Results(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	next := url.Values{}
 	if e := filter(q, next, "user_id", &req.UserID); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	if e := pageQuery(q, next, req); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	var page platformdata.ResultsPage
 	if e := p.data.Call(r.Context(), p.dataURL(c), req, &page); e != nil {
-		serviceError(w, endpoint, e)
+		p.serviceError(w, c, endpoint, e)
 		return
 	}
 	item := lineItemURL(c.root, req.LineItemID)
 	out := make([]resultJSON, 0, len(page.Results))
 	for _, res := range page.Results {
 		if res.UserID == "" {
-			serviceError(w, endpoint, httpapi.Errorf(http.StatusBadGateway, platformdata.CodeUnavailable,
+			p.serviceError(w, c, endpoint, httpapi.Errorf(http.StatusBadGateway, platformdata.CodeUnavailable,
 				"The platform's data API answered a result without userId. Try again."))
 			return
 		}

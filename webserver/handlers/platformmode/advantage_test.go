@@ -251,7 +251,7 @@ func TestServicesEndToEnd(t *testing.T) {
 			t.Fatalf("put: %d %s", ans.Status, ans.Body)
 		}
 		li["id"] = lineItems + "/other"
-		refused(t, h.call("PUT", created, tok, "", mediaLineItem, li), 400, platformmode.CodeInvalidLineItem)
+		refused(t, h.call("PUT", created, tok, "", mediaLineItem, li), 400, ltiplatform.CodeInvalidLineItem)
 	})
 
 	t.Run("P-AGS-04 container filters and paging", func(t *testing.T) {
@@ -342,7 +342,7 @@ func TestServiceRefusals(t *testing.T) {
 		refused(t, h.call("GET", memberships, "", "", "", nil), 401, httpapi.CodeMissingAuthorization)
 		forged := tok[:len(tok)-4] + "AAAA"
 		ans = h.call("GET", memberships, forged, "", "", nil)
-		refused(t, ans, 401, platformmode.CodeInvalidAccessToken)
+		refused(t, ans, 401, ltiplatform.CodeInvalidAccessToken)
 		if !strings.Contains(ans.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 			t.Fatalf("WWW-Authenticate %q", ans.Header.Get("WWW-Authenticate"))
 		}
@@ -371,24 +371,24 @@ func TestServiceRefusals(t *testing.T) {
 		}
 		parts[3] = string(c)
 		forged := h.ltiop.URL + servicesPathPrefix + strings.Join(parts, ".") + "/memberships"
-		refused(t, h.call("GET", forged, tok, "", "", nil), 404, platformmode.CodeInvalidGrant)
-		refused(t, h.call("GET", h.ltiop.URL+servicesPathPrefix+"not-a-grant/memberships", tok, "", "", nil), 404, platformmode.CodeInvalidGrant)
+		refused(t, h.call("GET", forged, tok, "", "", nil), 404, ltiplatform.CodeInvalidGrant)
+		refused(t, h.call("GET", h.ltiop.URL+servicesPathPrefix+"not-a-grant/memberships", tok, "", "", nil), 404, ltiplatform.CodeInvalidGrant)
 	})
 
 	t.Run("P-AGS-02 missing scope", func(t *testing.T) {
 		h := h.on(t)
 		nrpsOnly := h.token(scopeNRPS)
 		ans := h.call("POST", lineItem+"/scores", nrpsOnly, "", mediaScore, goodScore)
-		refused(t, ans, 403, platformmode.CodeInsufficientScope)
+		refused(t, ans, 403, ltiplatform.CodeInsufficientScope)
 		if !strings.Contains(ans.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`) {
 			t.Fatalf("WWW-Authenticate %q", ans.Header.Get("WWW-Authenticate"))
 		}
-		refused(t, h.call("GET", lineItems, nrpsOnly, "", "", nil), 403, platformmode.CodeInsufficientScope)
-		refused(t, h.call("GET", lineItem+"/results", nrpsOnly, "", "", nil), 403, platformmode.CodeInsufficientScope)
+		refused(t, h.call("GET", lineItems, nrpsOnly, "", "", nil), 403, ltiplatform.CodeInsufficientScope)
+		refused(t, h.call("GET", lineItem+"/results", nrpsOnly, "", "", nil), 403, ltiplatform.CodeInsufficientScope)
 		scoreOnly := h.token(scopeScore)
-		refused(t, h.call("GET", memberships, scoreOnly, "", "", nil), 403, platformmode.CodeInsufficientScope) // P-NRPS-03
-		refused(t, h.call("POST", lineItems, scoreOnly, "", mediaLineItem, map[string]any{"label": "x", "scoreMaximum": 1}), 403, platformmode.CodeInsufficientScope)
-		refused(t, h.call("DELETE", lineItem, scoreOnly, "", "", nil), 403, platformmode.CodeInsufficientScope)
+		refused(t, h.call("GET", memberships, scoreOnly, "", "", nil), 403, ltiplatform.CodeInsufficientScope) // P-NRPS-03
+		refused(t, h.call("POST", lineItems, scoreOnly, "", mediaLineItem, map[string]any{"label": "x", "scoreMaximum": 1}), 403, ltiplatform.CodeInsufficientScope)
+		refused(t, h.call("DELETE", lineItem, scoreOnly, "", "", nil), 403, ltiplatform.CodeInsufficientScope)
 		if n := len(h.data.Scores("course-1", li1)); n != 0 {
 			t.Fatalf("%d scores reached the integrator", n)
 		}
@@ -407,8 +407,8 @@ func TestServiceRefusals(t *testing.T) {
 		h := h.on(t)
 		other := h.secondTool("other-tool", "tool-client-2")
 		otherMemberships, otherLineItems, _, _ := serviceURLs(t, other.servedLaunch("course-2", li2))
-		refused(t, h.call("GET", otherMemberships, tok, "", "", nil), 403, platformmode.CodeGrantOtherTool)
-		refused(t, h.call("POST", otherLineItems+"/"+li2+"/scores", tok, "", mediaScore, goodScore), 403, platformmode.CodeGrantOtherTool)
+		refused(t, h.call("GET", otherMemberships, tok, "", "", nil), 403, ltiplatform.CodeGrantOtherTool)
+		refused(t, h.call("POST", otherLineItems+"/"+li2+"/scores", tok, "", mediaScore, goodScore), 403, ltiplatform.CodeGrantOtherTool)
 		// and the other tool, with its own token, reads its own course.
 		if ans := other.call("GET", otherMemberships, other.token(scopeNRPS), "", "", nil); ans.Status != 200 || !strings.Contains(string(ans.Body), "course-2") {
 			t.Fatalf("other tool: %d %s", ans.Status, ans.Body)
@@ -471,9 +471,9 @@ func TestServiceRefusals(t *testing.T) {
 
 	t.Run("P-AGS-05 bad line items", func(t *testing.T) {
 		h := h.on(t)
-		refused(t, h.call("POST", lineItems, tok, "", mediaLineItem, map[string]any{"label": " ", "scoreMaximum": 1}), 400, platformmode.CodeInvalidLineItem)
-		refused(t, h.call("POST", lineItems, tok, "", mediaLineItem, map[string]any{"label": "x", "scoreMaximum": 0}), 400, platformmode.CodeInvalidLineItem)
-		refused(t, h.call("POST", lineItems, tok, "", mediaLineItem, map[string]any{"label": "x", "scoreMaximum": 1, "endDateTime": "tomorrow"}), 400, platformmode.CodeInvalidLineItem)
+		refused(t, h.call("POST", lineItems, tok, "", mediaLineItem, map[string]any{"label": " ", "scoreMaximum": 1}), 400, ltiplatform.CodeInvalidLineItem)
+		refused(t, h.call("POST", lineItems, tok, "", mediaLineItem, map[string]any{"label": "x", "scoreMaximum": 0}), 400, ltiplatform.CodeInvalidLineItem)
+		refused(t, h.call("POST", lineItems, tok, "", mediaLineItem, map[string]any{"label": "x", "scoreMaximum": 1, "endDateTime": "tomorrow"}), 400, ltiplatform.CodeInvalidLineItem)
 	})
 
 	t.Run("P-NRPS-08 integrator down: 5xx, unreachable, too slow", func(t *testing.T) {
@@ -514,7 +514,7 @@ func TestServiceRefusals(t *testing.T) {
 		h := h.on(t)
 		h.clock.Advance(platformmode.AccessTokenTTL + time.Minute)
 		defer h.clock.Advance(-platformmode.AccessTokenTTL - time.Minute)
-		refused(t, h.call("GET", memberships, tok, "", "", nil), 401, platformmode.CodeAccessTokenExpired)
+		refused(t, h.call("GET", memberships, tok, "", "", nil), 401, ltiplatform.CodeAccessTokenExpired)
 	})
 
 	t.Run("P-NRPS-02 expired grant", func(t *testing.T) {
@@ -528,7 +528,7 @@ func TestServiceRefusals(t *testing.T) {
 		if err != nil || status != 200 {
 			t.Fatalf("token: %d %v %+v", status, err, tr)
 		}
-		refused(t, h.call("GET", memberships, tr.AccessToken, "", "", nil), 404, platformmode.CodeGrantExpired)
+		refused(t, h.call("GET", memberships, tr.AccessToken, "", "", nil), 404, ltiplatform.CodeGrantExpired)
 	})
 
 	t.Run("inactive tool", func(t *testing.T) {
@@ -550,8 +550,8 @@ func TestServiceRefusals(t *testing.T) {
 		// Even with a token of the new deployment, the grant of the old one opens nothing.
 		h.tool.SetConfig(withDeployment(h.tool.Config(), "deploy-2"))
 		defer h.tool.SetConfig(withDeployment(h.tool.Config(), testDeployment))
-		refused(t, h.call("GET", memberships, h.token(scopeNRPS), "", "", nil), 403, platformmode.CodeDeploymentMismatch)
-		refused(t, h.call("GET", memberships, tok, "", "", nil), 403, platformmode.CodeDeploymentMismatch)
+		refused(t, h.call("GET", memberships, h.token(scopeNRPS), "", "", nil), 403, ltiplatform.CodeDeploymentMismatch)
+		refused(t, h.call("GET", memberships, tok, "", "", nil), 403, ltiplatform.CodeDeploymentMismatch)
 	})
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
+	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 	"github.com/ltiop/ltiop/webserver/stores/sessions"
 )
@@ -17,19 +19,6 @@ import (
 // DefaultServiceGrantTTL is how long the service URLs of a launch open. Tools keep them
 // (Moodle's grade sync runs long after the launch); each launch hands out fresh ones.
 const DefaultServiceGrantTTL = 90 * 24 * time.Hour
-
-// Stable codes of the service endpoints (P-NRPS, P-AGS).
-const (
-	CodeInvalidGrant       = "INVALID_SERVICE_GRANT"
-	CodeGrantExpired       = "SERVICE_GRANT_EXPIRED"
-	CodeGrantOtherTool     = "GRANT_NOT_FOR_THIS_TOOL"
-	CodeDeploymentMismatch = "DEPLOYMENT_MISMATCH"
-	CodeInvalidAccessToken = "INVALID_ACCESS_TOKEN"
-	CodeAccessTokenExpired = "ACCESS_TOKEN_EXPIRED"
-	CodeInsufficientScope  = "INSUFFICIENT_SCOPE"
-	CodeInvalidScore       = "INVALID_SCORE"
-	CodeInvalidLineItem    = "INVALID_LINE_ITEM"
-)
 
 // grant is what a service URL carries, sealed: the tool, its client id and deployment at
 // the launch, and the context the tool was launched into. A tool's access token opens the
@@ -90,29 +79,37 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 	}
 	c, ok := p.accessToken(token, now)
 	if !ok {
-		return nil, invalidToken(CodeInvalidAccessToken, "The access token is not one this platform issued.")
+		return nil, invalidToken(ltiplatform.CodeInvalidAccessToken, "The access token is not one this platform issued.")
 	}
 	if !now.Before(time.Unix(c.ExpiresAt, 0)) {
-		return nil, invalidToken(CodeAccessTokenExpired, "The access token has expired: get a new one from the token endpoint.")
+		return nil, invalidToken(ltiplatform.CodeAccessTokenExpired, "The access token has expired: get a new one from the token endpoint.")
 	}
 	t := p.tools.Get(c.ToolID)
-	if !t.Usable() || t.ClientID != c.ClientID {
-		return nil, invalidToken(CodeToolInactive, "The tool of this access token is inactive, not ready or no longer registered.")
+	if t != nil && t.ClientID != c.ClientID {
+		t = nil // a token of an earlier registration of that name: not this one's
+	}
+	// From here the tool is known (the token is ltiop's): its registration learns of a refusal.
+	refuse := func(e *httpapi.Error) (*call, *httpapi.Error) {
+		p.refused(t, launchhealth.StepService, e)
+		return nil, e
+	}
+	if !t.Usable() {
+		return refuse(invalidToken(CodeToolInactive, "The tool of this access token is inactive, not ready or no longer registered."))
 	}
 	sealed := r.PathValue("grant")
 	b, _, err := p.sealer.Open(sessions.PurposeServiceGrant, sealed, now)
 	var g grant
 	switch {
 	case errors.Is(err, sessions.ErrExpired):
-		return nil, httpapi.Errorf(http.StatusNotFound, CodeGrantExpired, "This service URL has expired: a new launch gives the tool current ones.")
+		return refuse(httpapi.Errorf(http.StatusNotFound, ltiplatform.CodeGrantExpired, "This service URL has expired: a new launch gives the tool current ones."))
 	case err != nil || json.Unmarshal(b, &g) != nil || g.ContextID == "":
-		return nil, httpapi.Errorf(http.StatusNotFound, CodeInvalidGrant, "This is not a service URL of this platform.")
+		return refuse(httpapi.Errorf(http.StatusNotFound, ltiplatform.CodeInvalidGrant, "This is not a service URL of this platform."))
 	}
 	if g.ToolID != t.ID || g.ClientID != t.ClientID {
-		return nil, httpapi.Errorf(http.StatusForbidden, CodeGrantOtherTool, "This service URL was given to another tool.")
+		return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeGrantOtherTool, "This service URL was given to another tool."))
 	}
 	if g.DeploymentID != t.DeploymentID || c.DeploymentID != t.DeploymentID {
-		return nil, httpapi.Errorf(http.StatusForbidden, CodeDeploymentMismatch, "This service URL or access token is of another deployment of the tool than the one in force.")
+		return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeDeploymentMismatch, "This service URL or access token is of another deployment of the tool than the one in force."))
 	}
 	scopes := strings.Fields(c.Scope)
 	for _, s := range accept {
@@ -124,5 +121,5 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 		}
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop", error="insufficient_scope", scope="`+strings.Join(accept, " ")+`"`)
-	return nil, httpapi.Errorf(http.StatusForbidden, CodeInsufficientScope, "The access token lacks the scope this operation needs: "+strings.Join(accept, " or ")+".")
+	return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeInsufficientScope, "The access token lacks the scope this operation needs: "+strings.Join(accept, " or ")+"."))
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ltiop/ltiop/internal/keyring"
 	"github.com/ltiop/ltiop/simulators/datasim"
-	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
+	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 )
 
 // TestVerifiedAccessTokens: a tool's access token is verified once per replica and then
@@ -30,7 +30,7 @@ func TestVerifiedAccessTokens(t *testing.T) {
 	// The attack: a flood of forged tokens (a valid one with another signature) grows nothing.
 	for i := range 50 {
 		forged := tok[:len(tok)-6] + string(rune('A'+i%26)) + "AAAAA"
-		refused(t, h.call("GET", memberships, forged, "", "", nil), 401, platformmode.CodeInvalidAccessToken)
+		refused(t, h.call("GET", memberships, forged, "", "", nil), 401, ltiplatform.CodeInvalidAccessToken)
 	}
 	if n := h.platform.VerifiedTokens(); n != 1 {
 		t.Fatalf("%d tokens remembered after forged ones, want 1", n)
@@ -44,5 +44,5 @@ func TestVerifiedAccessTokens(t *testing.T) {
 	if err := h.signer.Replace([]keyring.SigningKey{next}); err != nil {
 		t.Fatal(err)
 	}
-	refused(t, h.call("GET", memberships, tok, "", "", nil), 401, platformmode.CodeInvalidAccessToken)
+	refused(t, h.call("GET", memberships, tok, "", "", nil), 401, ltiplatform.CodeInvalidAccessToken)
 }

@@ -1,6 +1,6 @@
 // Package launchhealth tells a registration how its launches go: a PlatformRegistration
 // its tool-mode launches, a ToolRegistration its platform-mode ones (authorization
-// requests, token requests, deep-linking responses). The web server records each success
+// requests, token requests, deep-linking responses, service calls). The web server records each success
 // and refusal in memory (no API-server call on the request path), and a background loop on
 // every replica writes status.launchHealth, only on change and only forward in time, and
 // Events on refusals, one per step and code at most every ten minutes.
@@ -42,15 +42,20 @@ const ReasonLaunchRefused = "LaunchRefused"
 // ReasonTokenRequestRefused is the reason of the Events on a tool's refused token requests.
 const ReasonTokenRequestRefused = "TokenRequestRefused"
 
+// ReasonServiceCallRefused is the reason of the Events on a tool's refused calls to the
+// services ltiop serves it (NRPS, AGS).
+const ReasonServiceCallRefused = "ServiceCallRefused"
+
 // Step is the request a refusal answered.
 type Step string
 
-// The steps of a refusal: tool mode's launch, and platform mode's three requests of a tool.
+// The steps of a refusal: tool mode's launch, and platform mode's four requests of a tool.
 const (
 	StepLaunch      Step = "launch"
 	StepAuthorize   Step = "authorize"
 	StepToken       Step = "token"
 	StepDeepLinking Step = "deep_linking"
+	StepService     Step = "service"
 )
 
 // maxSent bounds the refused value kept for an Event: a deployment id is at most 255 bytes
@@ -76,8 +81,8 @@ type Options struct {
 // Recorder aggregates the launches of PlatformRegistrations on one replica.
 type Recorder struct{ core }
 
-// ToolRecorder aggregates the launches, token requests and deep-linking responses of
-// ToolRegistrations (platform mode) on one replica.
+// ToolRecorder aggregates the launches, token requests, deep-linking responses and
+// service calls of ToolRegistrations (platform mode) on one replica.
 type ToolRecorder struct{ core }
 
 // core is what both Recorders are. Its memory is one small entry per registration that
@@ -402,6 +407,7 @@ var stepNames = map[Step]struct{ reason, action, noun string }{
 	StepAuthorize:   {ReasonLaunchRefused, "Authorize", "authorization request(s)"},
 	StepDeepLinking: {ReasonLaunchRefused, "DeepLinkingReturn", "deep-linking response(s)"},
 	StepToken:       {ReasonTokenRequestRefused, "Token", "token request(s)"},
+	StepService:     {ReasonServiceCallRefused, "ServiceCall", "service call(s)"},
 }
 
 // truncate keeps an Event note under the API server's 1 KiB limit.

@@ -1,6 +1,7 @@
 package launchhealth
 
 import (
+	"github.com/ltiop/ltiop/webserver/clients/platformdata"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 )
@@ -51,12 +52,20 @@ var toolHints = map[string]string{
 
 	ltiplatform.CodeMissingNonce:        "The tool's deep-linking response has no nonce: a tool defect.",
 	ltiplatform.CodeInvalidNonce:        "The tool's deep-linking response has an over-long nonce: a tool defect.",
-	ltiplatform.CodeDeploymentMismatch:  "The tool's deep-linking response names another deployment than the request: check the tool keeps the deployment_id it was sent.",
+	ltiplatform.CodeDeploymentMismatch:  "The tool's deep-linking response or service call is of another deployment than the one in force (spec.deploymentId changed since its launch?): the next launch gives the tool current values.",
 	ltiplatform.CodeInvalidMessageType:  "The tool answered deep linking with another message type than LtiDeepLinkingResponse: a tool defect.",
 	ltiplatform.CodeInvalidLTIVersion:   "The tool's deep-linking response is not LTI 1.3.0: a tool defect.",
 	ltiplatform.CodeDataMismatch:        "The tool did not echo the deep-linking request's data claim unchanged: a tool defect.",
 	ltiplatform.CodeInvalidContentItem:  "The tool returned a malformed content item: a tool defect, report it with the Event's rule.",
 	ltiplatform.CodeContentItemRejected: "The tool returned content the request did not accept (type, several items, or a line item): check what the integrator's deep-linking page allows.",
+
+	ltiplatform.CodeInvalidGrant:      "The tool called a service URL ltiop did not issue (or altered): a tool defect, or a URL from another ltiop installation.",
+	ltiplatform.CodeGrantExpired:      "The tool called a service URL past its lifetime (platformData.grantLifetime): the tool must use the URLs of a newer launch.",
+	ltiplatform.CodeGrantOtherTool:    "The tool called a service URL ltiop gave another tool: a tool defect, or tools sharing one key.",
+	ltiplatform.CodeInsufficientScope: "The tool's access token lacks the operation's scope: add it to spec.scopes, and the tool must ask for it in its token request.",
+	ltiplatform.CodeInvalidScore:      "The tool posted a score AGS does not allow (the answer's description names the field): a tool defect.",
+	ltiplatform.CodeInvalidLineItem:   "The tool sent a line item AGS does not allow: a tool defect.",
+	platformdata.CodeUnavailable:      "The integrator's platform data API did not answer well: check platformData.url and its logs; the tool may retry.",
 }
 
 // ToolHint is the one-line advice for a refusal code of platform mode.
