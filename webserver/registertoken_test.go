@@ -47,3 +47,18 @@ func TestRegisterTokenIsNotLogged(t *testing.T) {
 		t.Fatal("the registration token is in the logs")
 	}
 }
+
+// A platform-mode service URL carries the sealed grant of a launch: request logs show the
+// route pattern instead.
+func TestServiceGrantIsNotLogged(t *testing.T) {
+	const grant = "sealed-service-grant-0123456789abcdef"
+	h := limitedServer(webserver.RateLimits{})
+	res := request(h, "GET", "/lti/platform/services/"+grant+"/memberships", "192.0.2.79:4000")
+	lines := logs.requestLines(t, res.Header().Get("X-Request-Id"))
+	if len(lines) != 1 || lines[0]["path"] != "/lti/platform/services/{grant}/memberships" {
+		t.Fatalf("logged as %v", lines)
+	}
+	if logs.contains(grant) {
+		t.Fatal("the service grant is in the logs")
+	}
+}

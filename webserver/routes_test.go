@@ -179,3 +179,14 @@ func TestConfigurationDocNamesEveryRateLimitedRoute(t *testing.T) {
 		}
 	}
 }
+
+// A route whose path carries a secret, a registration token or a service grant, is
+// logged by its pattern: SecretPath must say so.
+func TestRouteTableHidesSecretPathsFromLogs(t *testing.T) {
+	for _, rt := range tableServer().Routes() {
+		secret := strings.Contains(rt.Path, "{token}") || strings.Contains(rt.Path, "{grant}")
+		if secret != rt.SecretPath {
+			t.Errorf("%s %s: SecretPath %v, its path carries a secret: %v", rt.Method, rt.Path, rt.SecretPath, secret)
+		}
+	}
+}
