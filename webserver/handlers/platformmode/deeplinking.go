@@ -136,8 +136,7 @@ func (p *Platform) ContentItems(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Payload string `json:"payload"`
 	}
-	if e := httpapi.DecodeJSON(r, &body); e != nil {
-		httpapi.WriteError(w, e)
+	if !httpapi.ReadJSON(w, r, &body) {
 		return
 	}
 	if body.Payload == "" {

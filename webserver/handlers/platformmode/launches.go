@@ -53,8 +53,7 @@ type LaunchParameters struct {
 // CreateLaunch issues the login initiation of a launch: POST /api/launches (Bearer).
 func (p *Platform) CreateLaunch(w http.ResponseWriter, r *http.Request) {
 	var req CreateLaunchRequest
-	if e := httpapi.DecodeJSON(r, &req); e != nil {
-		httpapi.WriteError(w, e)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	out, e := p.createLaunch(&req)
@@ -183,8 +182,7 @@ type deepLinkReturn struct {
 // AnswerLaunch mints the id_token for a payload: POST /api/launches/idtoken (Bearer).
 func (p *Platform) AnswerLaunch(w http.ResponseWriter, r *http.Request) {
 	var d ltiplatform.LaunchData
-	if e := httpapi.DecodeJSON(r, &d); e != nil {
-		httpapi.WriteError(w, e)
+	if !httpapi.ReadJSON(w, r, &d) {
 		return
 	}
 	out, e := p.answer(r.Context(), &d)

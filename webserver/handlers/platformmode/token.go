@@ -167,8 +167,7 @@ func (p *Platform) Introspect(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Token string `json:"token"`
 		}
-		if e := httpapi.DecodeJSON(r, &body); e != nil {
-			httpapi.WriteError(w, e)
+		if !httpapi.ReadJSON(w, r, &body) {
 			return
 		}
 		token = body.Token

@@ -82,8 +82,7 @@ func (t *Tool) SetNoticeHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req noticeHandlerRequest
-	if herr := httpapi.DecodeJSON(r, &req); herr != nil {
-		httpapi.WriteError(w, herr)
+	if !httpapi.ReadJSON(w, r, &req) {
 		return
 	}
 	if herr := checkNoticeType(req.NoticeType); herr != nil {

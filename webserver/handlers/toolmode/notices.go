@@ -82,8 +82,7 @@ func (t *Tool) Notices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var batch noticeBatch
-	if herr := httpapi.DecodeJSON(r, &batch); herr != nil {
-		httpapi.WriteError(w, herr)
+	if !httpapi.ReadJSON(w, r, &batch) {
 		return
 	}
 	maxBatch := t.opts.Notices.MaxBatch

@@ -33,8 +33,7 @@ func (t *Tool) ReadOutcome(w http.ResponseWriter, r *http.Request) {
 // ReplaceOutcome serves PUT and POST /api/outcomes: replaceResult with the body's score.
 func (t *Tool) ReplaceOutcome(w http.ResponseWriter, r *http.Request) {
 	var in Outcome
-	if herr := httpapi.DecodeJSON(r, &in); herr != nil {
-		httpapi.WriteError(w, herr)
+	if !httpapi.ReadJSON(w, r, &in) {
 		return
 	}
 	if in.Score == nil || math.IsNaN(*in.Score) || !pox.ValidScore(*in.Score) {
