@@ -48,64 +48,6 @@ type Tools struct {
 	PublicURL string
 }
 
-// Tool is a ToolRegistration as the API shows it.
-type Tool struct {
-	ID              string            `json:"id"`
-	Name            string            `json:"name"`
-	ClientID        string            `json:"clientId"`
-	LoginURL        string            `json:"loginUrl"`
-	RedirectionURIs []string          `json:"redirectionUris"`
-	TargetLinkURI   string            `json:"targetLinkUri"`
-	DeepLinkingURL  string            `json:"deepLinkingUrl,omitempty"`
-	AuthConfig      AuthConfig        `json:"authConfig"`
-	DeploymentID    string            `json:"deploymentId"`
-	Scopes          []string          `json:"scopes"`
-	Custom          map[string]string `json:"custom,omitempty"`
-	PlatformDataURL string            `json:"platformDataUrl,omitempty"`
-	Active          bool              `json:"active"`
-	// Ready is read-only: the Ready condition for the current generation.
-	Ready bool `json:"ready"`
-}
-
-// ToolRequest is the body of POST /api/tools and PUT /api/tools/{id}. A PUT replaces the
-// whole spec (what is left out goes back to its default); it accepts what GET answered,
-// read-only fields included (id must be the tool's own, ready is ignored).
-type ToolRequest struct {
-	ID              *string           `json:"id,omitempty"`
-	Name            *string           `json:"name"`
-	ClientID        string            `json:"clientId,omitempty"`
-	LoginURL        *string           `json:"loginUrl"`
-	RedirectionURIs []string          `json:"redirectionUris"`
-	TargetLinkURI   *string           `json:"targetLinkUri"`
-	DeepLinkingURL  string            `json:"deepLinkingUrl,omitempty"`
-	AuthConfig      *AuthConfig       `json:"authConfig"`
-	DeploymentID    string            `json:"deploymentId,omitempty"`
-	Scopes          []string          `json:"scopes,omitempty"`
-	Custom          map[string]string `json:"custom,omitempty"`
-	PlatformDataURL string            `json:"platformDataUrl,omitempty"`
-	Active          *bool             `json:"active,omitempty"`
-	DevMode         *bool             `json:"devMode,omitempty"`
-	Ready           *bool             `json:"ready,omitempty"`
-}
-
-// ToolList is the answer of GET /api/tools.
-type ToolList struct {
-	Tools []Tool `json:"tools"`
-	Next  string `json:"next,omitempty"`
-}
-
-func toolToAPI(t *registry.Tool) Tool {
-	out := Tool{ID: t.ID, Name: t.Spec.Name, ClientID: t.ClientID, LoginURL: string(t.Spec.LoginURL),
-		RedirectionURIs: slices.Clone(t.RedirectionURIs()), TargetLinkURI: string(t.Spec.TargetLinkURI),
-		DeepLinkingURL: string(t.Spec.DeepLinkingURL), AuthConfig: AuthConfig{Method: string(t.Spec.AuthConfig.Method), Key: t.Spec.AuthConfig.Key},
-		DeploymentID: t.DeploymentID, Scopes: slices.Clone(t.Scopes()), Custom: t.Spec.Custom,
-		PlatformDataURL: string(t.Spec.PlatformDataURL), Active: t.Spec.IsActive(), Ready: t.Ready}
-	if out.Scopes == nil {
-		out.Scopes = []string{}
-	}
-	return out
-}
-
 // snapshot is the registry's view of a registration just written, before the informer
 // shows it.
 func snapshot(reg *ltiv1.ToolRegistration) *registry.Tool {
