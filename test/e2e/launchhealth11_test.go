@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -34,13 +33,9 @@ var _ = Describe("Launch health of LTI 1.1 launches", func() {
 		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal(lti11.CodeInvalidSignature))
 		Expect(reg.Status.LaunchHealth.LastRefusal.Rule).To(Equal("LTI11-SIG-01"))
 		Eventually(func(g Gomega) {
-			var list eventsv1.EventList
-			g.Expect(k8s.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
 			var notes []string
-			for _, e := range list.Items {
-				if e.Regarding.Name == lms.ID && e.Reason == launchhealth.ReasonLaunchRefused {
-					notes = append(notes, e.Note)
-				}
+			for _, e := range eventsOn(namespace, lms.ID, launchhealth.ReasonLaunchRefused) {
+				notes = append(notes, e.Note)
 			}
 			g.Expect(notes).To(HaveLen(1))
 			g.Expect(notes[0]).To(ContainSubstring("consumer secret"), "the 1.1 hint")

@@ -17,15 +17,7 @@ import (
 var _ = Describe("Launch health on the registration", func() {
 	// refusalEvents are the LaunchRefused Events on registration name.
 	refusalEvents := func(name string) []eventsv1.Event {
-		var list eventsv1.EventList
-		Expect(k8s.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
-		var out []eventsv1.Event
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == launchhealth.ReasonLaunchRefused {
-				out = append(out, e)
-			}
-		}
-		return out
+		return eventsOn(namespace, name, launchhealth.ReasonLaunchRefused)
 	}
 
 	It("records a flood of 100 refused launches (T-TOK-12) as the last refusal and one Event, and the last successful launch", func() {

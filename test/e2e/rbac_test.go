@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,13 +88,9 @@ var _ = Describe("The shipped RBAC", func() {
 			}).Should(Succeed())
 			Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: reg.Status.KeySecretName}, &corev1.Secret{})).To(Succeed())
 			Eventually(func() []string {
-				var events eventsv1.EventList
-				Expect(k8s.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
 				var reasons []string
-				for _, e := range events.Items {
-					if e.Regarding.Name == reg.Name {
-						reasons = append(reasons, e.Reason)
-					}
+				for _, e := range eventsOn(ns, reg.Name, "") {
+					reasons = append(reasons, e.Reason)
 				}
 				return reasons
 			}).Should(ContainElement(ltiv1.ReasonKeyCreated))

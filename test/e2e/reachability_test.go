@@ -40,11 +40,9 @@ func failingKeySets() float64 {
 var _ = Describe("The reachability probe", func() {
 	// probeEvents are the probe's Events on registration name.
 	probeEvents := func(name string) []eventsv1.Event {
-		var list eventsv1.EventList
-		Expect(k8s.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
 		var out []eventsv1.Event
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Action == "Probe" {
+		for _, e := range eventsOn(namespace, name, "") {
+			if e.Action == "Probe" {
 				out = append(out, e)
 			}
 		}

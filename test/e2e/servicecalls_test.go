@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
@@ -15,15 +14,7 @@ import (
 
 var _ = Describe("Failed calls to an LMS's services", func() {
 	serviceEvents := func(name string) []eventsv1.Event {
-		var list eventsv1.EventList
-		Expect(k8s.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
-		var out []eventsv1.Event
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == launchhealth.ReasonServiceCallFailed {
-				out = append(out, e)
-			}
-		}
-		return out
+		return eventsOn(namespace, name, launchhealth.ReasonServiceCallFailed)
 	}
 
 	It("make one ServiceCallFailed Event on the registration per code, with the LMS's status and a hint", func() {

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"net/url"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -16,19 +14,6 @@ import (
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 )
-
-// eventsOn are the Events of reason on the object named name in namespace ns.
-func eventsOn(ns, name, reason string) []eventsv1.Event {
-	var list eventsv1.EventList
-	Expect(k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 // Platform mode: the ToolRegistration tells the tool's administrator how its launches,
 // token requests and deep-linking responses go (issue #27 §1).
