@@ -12,6 +12,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
+	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
 
 var _ = Describe("Launch health on the registration", func() {
@@ -94,4 +95,50 @@ var _ = Describe("Launch health on the registration", func() {
 		Expect(note).To(ContainSubstring("UNKNOWN_DEPLOYMENT (rule T-LOGIN-04)"))
 		Expect(note).To(ContainSubstring(`The LMS sent "deployment-1". Registered: "deployment-2", "deployment-3".`))
 	})
+
+	It("never steps back in time when two replicas write, one from a cache that missed the other's write", func(ctx SpecContext) {
+		lms := newLMS()
+		reg := &ltiv1.PlatformRegistration{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
+		p := &registry.Platform{ID: reg.Name, UID: reg.UID}
+		// Two replicas' recorders. A reads through a cache that still holds the
+		// registration as it is now, before B's write.
+		lagging := &laggingReader{Reader: k8s, stale: reg.DeepCopy()}
+		a := launchhealth.New(launchhealth.Options{Namespace: namespace, Reader: lagging, Writer: k8s})
+		b := launchhealth.New(launchhealth.Options{Namespace: namespace, Reader: k8s, Writer: k8s})
+
+		a.Refused(p, "AUDIENCE_MISMATCH", "T-TOK-12", "")
+		a.Launched(p)
+		older := time.Now().Truncate(time.Second)
+		Eventually(func() bool { return time.Now().Truncate(time.Second).After(older) }).Should(BeTrue()) // status times are seconds
+		b.Refused(p, "UNKNOWN_KID", "T-TOK-08", "")
+
+		b.Flush(ctx)
+		a.Flush(ctx) // from the stale copy: refused by the API server (Conflict), kept for the next flush
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal("UNKNOWN_KID"), "B's newer refusal stands")
+		Expect(reg.Status.LaunchHealth.LastLaunchTime).To(BeNil())
+
+		a.Flush(ctx) // a fresh read: only what A saw that is newer goes in
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal("UNKNOWN_KID"), "A's older refusal does not replace it")
+		Expect(reg.Status.LaunchHealth.LastLaunchTime).NotTo(BeNil(), "A's launch is merged in")
+	})
 })
+
+// laggingReader answers the first Get from a copy taken earlier, as the informer cache of
+// a replica that has not yet seen another replica's write; later Gets read the API server.
+type laggingReader struct {
+	client.Reader
+	stale *ltiv1.PlatformRegistration
+	used  bool
+}
+
+func (l *laggingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if reg, ok := obj.(*ltiv1.PlatformRegistration); ok && !l.used {
+		l.used = true
+		l.stale.DeepCopyInto(reg)
+		return nil
+	}
+	return l.Reader.Get(ctx, key, obj, opts...)
+}
