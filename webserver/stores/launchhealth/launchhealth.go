@@ -1,7 +1,7 @@
 // Package launchhealth tells a registration how its launches go: a PlatformRegistration
-// its tool-mode launches, a ToolRegistration its platform-mode ones (authorization
-// requests, token requests, deep-linking responses, service calls). The web server records each success
-// and refusal in memory (no API-server call on the request path), and a background loop on
+// its tool-mode launches, a ToolRegistration its platform-mode requests (authorization,
+// token, deep-linking response, service call). The web server records each success and
+// refusal in memory (no API-server call on the request path), and a background loop on
 // every replica writes status.launchHealth, only on change and only forward in time, and
 // Events on refusals, one per step and code at most every ten minutes.
 package launchhealth
@@ -270,7 +270,7 @@ func (r *core) Start(ctx context.Context) error {
 }
 
 // Flush writes what changed since the last flush: status.launchHealth where this replica
-// saw something newer than the registration holds, and one Event per refusal code.
+// saw something newer than the registration holds, and one Event per step and refusal code.
 func (r *core) Flush(ctx context.Context) {
 	r.entries.Range(func(k, v any) bool {
 		name, e := k.(string), v.(*entry)
