@@ -2,9 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,6 +23,33 @@ func eventsOn(ns, name, reason string) []eventsv1.Event {
 		if e.Regarding.Name == name && (reason == "" || e.Reason == reason) {
 			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// printedColumns is what kubectl get prints for the lti.ltiop.dev object resource/ns/name
+// (the API server's Table, the CRD's printer columns, -o wide's included): column name →
+// cell.
+func printedColumns(resource, ns, name string) map[string]any {
+	hc, err := rest.HTTPClientFor(restCfg)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(restCfg.Host, "/")+"/apis/lti.ltiop.dev/v1alpha1/namespaces/"+ns+"/"+resource+"/"+name, nil)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	res, err := hc.Do(req)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	ExpectWithOffset(1, res.StatusCode).To(Equal(http.StatusOK), req.URL.String()+" "+string(body))
+	var table struct {
+		ColumnDefinitions []struct{ Name string } `json:"columnDefinitions"`
+		Rows              []struct{ Cells []any } `json:"rows"`
+	}
+	ExpectWithOffset(1, json.Unmarshal(body, &table)).To(Succeed())
+	ExpectWithOffset(1, table.Rows).To(HaveLen(1))
+	out := map[string]any{}
+	for i, c := range table.ColumnDefinitions {
+		out[c.Name] = table.Rows[0].Cells[i]
 	}
 	return out
 }

@@ -75,6 +75,9 @@ var _ = Describe("Launch health on the registration", func() {
 			g.Expect(reg.Status.LaunchHealth.LastLaunchTime).NotTo(BeNil())
 		}).Should(Succeed())
 		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal("AUDIENCE_MISMATCH"), "the last refusal is kept")
+		cols := printedColumns("platformregistrations", namespace, lms.ID)
+		Expect(cols["Last Error"]).To(Equal("AUDIENCE_MISMATCH"), "kubectl get platreg: LAST ERROR")
+		Expect(cols["Last Launch"]).To(MatchRegexp(`^[0-9]+s$`), "kubectl get platreg: LAST LAUNCH")
 
 		By("more refusals within the event interval make no second Event")
 		lms.Customize = func(c, h map[string]any) { c["aud"] = "someone-else" }

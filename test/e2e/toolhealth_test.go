@@ -89,6 +89,12 @@ var _ = Describe("Launch health on a ToolRegistration", func() {
 		Consistently(func() int {
 			return len(eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused))
 		}, 2*time.Second).Should(Equal(1))
+		Eventually(func(g Gomega) {
+			d.ToolHealth.Flush(ctx)
+			cols := printedColumns("toolregistrations", d.Namespace, reg.Name)
+			g.Expect(cols["Last Error"]).To(Equal("AUDIENCE_MISMATCH"), "kubectl get toolreg: LAST ERROR")
+			g.Expect(cols["Last Launch"]).To(MatchRegexp(`^[0-9]+s$`), "kubectl get toolreg: LAST LAUNCH")
+		}).Should(Succeed())
 		for _, e := range append(eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused),
 			eventsOn(d.Namespace, reg.Name, launchhealth.ReasonLaunchRefused)...) {
 			Expect(e.Note).NotTo(ContainSubstring("student-secret-name"))
