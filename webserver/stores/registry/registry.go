@@ -252,7 +252,16 @@ func (r *Registry) Apply(obj any) {
 		statusKID:          reg.Status.KID,
 		statusPublicKey:    reg.Status.PublicKey,
 	}
-	p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	r.mu.RLock()
+	old := r.byID[p.ID]
+	r.mu.RUnlock()
+	if old != nil && old.Spec.AuthConfig == reg.Spec.AuthConfig {
+		// The key is unchanged (most updates are status: launch health, probe conditions):
+		// it is not parsed again.
+		p.staticKey, p.staticKID, p.staticKeyErr = old.staticKey, old.staticKID, old.staticKeyErr
+	} else {
+		p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	}
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
 		p.Ready = c.Status == "True" && c.ObservedGeneration == reg.Generation
 	}

@@ -111,7 +111,16 @@ func (ts *Tools) Apply(obj any) {
 		Created: reg.CreationTimestamp.Time, Spec: *reg.Spec.DeepCopy(),
 		ClientID: reg.EffectiveClientID(), DeploymentID: reg.Spec.Deployment(),
 	}
-	t.staticKey, t.staticKID, t.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	ts.mu.RLock()
+	old := ts.byID[reg.Name]
+	ts.mu.RUnlock()
+	if old != nil && old.Spec.AuthConfig == reg.Spec.AuthConfig {
+		// The key is unchanged (most updates are status: launch health, conditions): it
+		// is not parsed again.
+		t.staticKey, t.staticKID, t.staticKeyErr = old.staticKey, old.staticKID, old.staticKeyErr
+	} else {
+		t.staticKey, t.staticKID, t.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	}
 	for _, u := range reg.Spec.RedirectionURIs {
 		t.redirectURIs = append(t.redirectURIs, string(u))
 	}
