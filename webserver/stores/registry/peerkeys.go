@@ -109,21 +109,21 @@ type fetchCall struct {
 // set; any other error when the key set could not be obtained, an outage on the platform's
 // side rather than a bad token (T-JWKS-03).
 func (pk *PeerKeys) PlatformKey(ctx context.Context, p *Platform, kid string) (*rsa.PublicKey, error) {
-	return pk.keyOf(ctx, p.ID, p.Spec.AuthConfig, p.staticKey, p.staticKID, p.staticKeyErr, kid)
+	return pk.keyOf(ctx, p.ID, p.Spec.AuthConfig, &p.static, kid)
 }
 
 // keyOf resolves kid for a registration whose key is ac: the static key parsed once per
 // change (JWK_KEY, RSA_KEY) or a key of the fetched set (JWK_SET).
-func (pk *PeerKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, static *rsa.PublicKey, staticKID string, staticErr error, kid string) (*rsa.PublicKey, error) {
+func (pk *PeerKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, static *staticKey, kid string) (*rsa.PublicKey, error) {
 	switch ac.Method {
 	case ltiv1.AuthMethodRSAKey, ltiv1.AuthMethodJWKKey:
-		if static == nil {
-			return nil, fmt.Errorf("registration %s: %w", id, staticErr)
+		if static.key == nil {
+			return nil, fmt.Errorf("registration %s: %w", id, static.err)
 		}
-		if staticKID != "" && staticKID != kid {
+		if static.kid != "" && static.kid != kid {
 			return nil, lti.ErrUnknownKey
 		}
-		return static, nil
+		return static.key, nil
 	case ltiv1.AuthMethodJWKSet:
 		return pk.fromSet(ctx, ac.Key, kid)
 	default:

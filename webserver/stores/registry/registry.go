@@ -54,9 +54,7 @@ type Platform struct {
 	statusKID, statusPublicKey string
 
 	// The platform's own key for JWK_KEY and RSA_KEY, parsed once per change.
-	staticKey    *rsa.PublicKey
-	staticKID    string // the JWK's kid, if it has one: the token's kid must then match
-	staticKeyErr error
+	static staticKey
 }
 
 type issuerClient struct{ issuer, clientID string }
@@ -253,15 +251,11 @@ func (r *Registry) Apply(obj any) {
 		statusPublicKey:    reg.Status.PublicKey,
 	}
 	r.mu.RLock()
-	old := r.byID[p.ID]
-	r.mu.RUnlock()
-	if old != nil && old.Spec.AuthConfig == reg.Spec.AuthConfig {
-		// The key is unchanged (most updates are status: launch health, probe conditions):
-		// it is not parsed again.
-		p.staticKey, p.staticKID, p.staticKeyErr = old.staticKey, old.staticKID, old.staticKeyErr
-	} else {
-		p.staticKey, p.staticKID, p.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	if old := r.byID[p.ID]; old != nil {
+		p.static = old.static
 	}
+	r.mu.RUnlock()
+	p.static.parse(reg.Spec.AuthConfig)
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
 		p.Ready = c.Status == "True" && c.ObservedGeneration == reg.Generation
 	}
@@ -420,24 +414,34 @@ func (r *Registry) notify() {
 	r.all.changed(r)
 }
 
-// parseStaticKey parses the platform key of JWK_KEY and RSA_KEY registrations.
-func parseStaticKey(ac ltiv1.AuthConfig) (*rsa.PublicKey, string, error) {
+// staticKey is the key a JWK_KEY or RSA_KEY registration holds in its spec, parsed.
+type staticKey struct {
+	from ltiv1.AuthConfig // what it was parsed from
+	key  *rsa.PublicKey
+	kid  string // the JWK's kid, if it has one: the token's kid must then match
+	err  error
+}
+
+// parse makes k the key of ac. It parses only when ac differs from what k was parsed
+// from: most updates of a registration are status (launch health once a minute per
+// serving replica, conditions) and leave the key as it was.
+func (k *staticKey) parse(ac ltiv1.AuthConfig) {
+	if k.from == ac {
+		return
+	}
+	*k = staticKey{from: ac}
 	switch ac.Method {
 	case ltiv1.AuthMethodRSAKey:
-		k, err := keys.ParsePublicKeyPEM(ac.Key)
-		return k, "", err
+		k.key, k.err = keys.ParsePublicKeyPEM(ac.Key)
 	case ltiv1.AuthMethodJWKKey:
-		k, err := keys.ParsePublicJWK(ac.Key)
-		if err != nil {
-			return nil, "", err
+		if k.key, k.err = keys.ParsePublicJWK(ac.Key); k.err == nil {
+			var probe struct {
+				KID string `json:"kid"`
+			}
+			_ = json.Unmarshal([]byte(ac.Key), &probe)
+			k.kid = probe.KID
 		}
-		var probe struct {
-			KID string `json:"kid"`
-		}
-		_ = json.Unmarshal([]byte(ac.Key), &probe)
-		return k, probe.KID, nil
 	}
-	return nil, "", nil
 }
 
 func controllerUID(secret *corev1.Secret) types.UID {

@@ -36,9 +36,7 @@ type Tool struct {
 	// The spec's redirect URIs and scopes as strings, converted once per change.
 	redirectURIs, scopes []string
 
-	staticKey    *rsa.PublicKey
-	staticKID    string
-	staticKeyErr error
+	static staticKey
 }
 
 // Usable reports whether the tool may be launched and get tokens.
@@ -112,15 +110,11 @@ func (ts *Tools) Apply(obj any) {
 		ClientID: reg.EffectiveClientID(), DeploymentID: reg.Spec.Deployment(),
 	}
 	ts.mu.RLock()
-	old := ts.byID[reg.Name]
-	ts.mu.RUnlock()
-	if old != nil && old.Spec.AuthConfig == reg.Spec.AuthConfig {
-		// The key is unchanged (most updates are status: launch health, conditions): it
-		// is not parsed again.
-		t.staticKey, t.staticKID, t.staticKeyErr = old.staticKey, old.staticKID, old.staticKeyErr
-	} else {
-		t.staticKey, t.staticKID, t.staticKeyErr = parseStaticKey(reg.Spec.AuthConfig)
+	if old := ts.byID[reg.Name]; old != nil {
+		t.static = old.static
 	}
+	ts.mu.RUnlock()
+	t.static.parse(reg.Spec.AuthConfig)
 	for _, u := range reg.Spec.RedirectionURIs {
 		t.redirectURIs = append(t.redirectURIs, string(u))
 	}
@@ -223,5 +217,5 @@ func olderTool(a, b *Tool) bool { return registration.Older(a.Created, a.ID, b.C
 // ToolKey returns the key of tool t with the given kid: its static key, or one from its
 // key set (fetched and cached like the platforms' key sets).
 func (pk *PeerKeys) ToolKey(ctx context.Context, t *Tool, kid string) (*rsa.PublicKey, error) {
-	return pk.keyOf(ctx, t.ID, t.Spec.AuthConfig, t.staticKey, t.staticKID, t.staticKeyErr, kid)
+	return pk.keyOf(ctx, t.ID, t.Spec.AuthConfig, &t.static, kid)
 }

@@ -26,12 +26,12 @@ func toolReg(tb testing.TB, keyIndex int, generation int64) *ltiv1.ToolRegistrat
 func TestToolsApplyParsesAKeyOnce(t *testing.T) {
 	ts := NewTools()
 	ts.Apply(toolReg(t, 0, 1))
-	first := ts.Get("quiz").staticKey
+	first := ts.Get("quiz").static.key
 
 	status := toolReg(t, 0, 1)
 	status.Status.LaunchHealth = &ltiv1.LaunchHealth{LastLaunchTime: &metav1.Time{Time: time.Unix(1, 0)}}
 	ts.Apply(status)
-	if ts.Get("quiz").staticKey != first {
+	if ts.Get("quiz").static.key != first {
 		t.Fatal("a status change parsed the key again")
 	}
 
@@ -39,14 +39,14 @@ func TestToolsApplyParsesAKeyOnce(t *testing.T) {
 	changed.Spec.Scopes = append(changed.Spec.Scopes, ltiv1.ScopeAGSScore)
 	ts.Apply(changed)
 	got := ts.Get("quiz")
-	if got.staticKey == first || !got.staticKey.Equal(&testkeys.RSAKey(t, 1).PublicKey) || len(got.Scopes()) != 2 {
+	if got.static.key == first || !got.static.key.Equal(&testkeys.RSAKey(t, 1).PublicKey) || len(got.Scopes()) != 2 {
 		t.Fatalf("a spec change kept the old key or scopes: %v", got.Scopes())
 	}
 
 	recreated := toolReg(t, 0, 2)
 	recreated.UID = "u2"
 	ts.Apply(recreated)
-	if !ts.Get("quiz").staticKey.Equal(&testkeys.RSAKey(t, 0).PublicKey) {
+	if !ts.Get("quiz").static.key.Equal(&testkeys.RSAKey(t, 0).PublicKey) {
 		t.Fatal("a re-created registration kept the old one's key")
 	}
 }
@@ -64,7 +64,7 @@ func BenchmarkToolsApplyStatusChange(b *testing.B) {
 		next.Status.LaunchHealth = &ltiv1.LaunchHealth{LastLaunchTime: &metav1.Time{Time: time.Unix(int64(i), 0)}}
 		ts.Apply(next)
 	}
-	if ts.Get("quiz").staticKey == nil {
+	if ts.Get("quiz").static.key == nil {
 		b.Fatal("the key was lost")
 	}
 }
