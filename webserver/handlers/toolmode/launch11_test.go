@@ -392,8 +392,10 @@ func TestMembershipsCarryTheLegacyUserID(t *testing.T) {
 // BenchmarkLTI11Launch: an LTI 1.1 launch over loopback, from the form post to the 303 with
 // the ltik; the simulator signs each form with the timer stopped (the LMS's work).
 // "server-µs/op" is the time inside ltiop's handlers.
-func BenchmarkLTI11Launch(b *testing.B) {
-	rg := newRig11(b)
+func BenchmarkLTI11Launch(b *testing.B) { benchmarkLTI11Launch(b, newRig11(b)) }
+
+// benchmarkLTI11Launch times LTI 1.1 launches on rg.
+func benchmarkLTI11Launch(b *testing.B, rg *rig) {
 	client := benchClient()
 	rg.server.Store(0)
 	b.ReportAllocs()
