@@ -237,7 +237,7 @@ func (c *cluster) awaitServing(ctx context.Context, r *replica, limit time.Durat
 		return last
 	}
 	if err != nil && last != nil {
-		return fmt.Errorf("%w: %w (log: %s)", err, last, tail(r.log))
+		return fmt.Errorf("%w: %w (log: %s)", err, last, localcluster.LogTail(r.log))
 	}
 	if err != nil {
 		return err
@@ -333,7 +333,7 @@ func (r *replica) alive() error {
 	select {
 	case err := <-r.exited:
 		r.cmd = nil
-		return fmt.Errorf("replica %d exited (%v); log: %s", r.n, err, tail(r.log)) //nolint:errorlint // nil prints as <nil>
+		return fmt.Errorf("replica %d exited (%v); log: %s", r.n, err, localcluster.LogTail(r.log)) //nolint:errorlint // nil prints as <nil>
 	default:
 		return nil
 	}
@@ -431,13 +431,4 @@ func await(ctx context.Context, limit time.Duration, what string, cond func() bo
 		}
 	}
 	return nil
-}
-
-// tail is the end of a log, for errors.
-func tail(file string) string {
-	b, _ := os.ReadFile(file)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
 }

@@ -224,7 +224,7 @@ func run(o options) error {
 	}
 	for _, t := range targets {
 		if err := t.driver.waitUsable(ctx, t.server); err != nil {
-			return fmt.Errorf("%s: %w (server log: %s)", t.bin, err, tail(t.log))
+			return fmt.Errorf("%s: %w (server log: %s)", t.bin, err, localcluster.LogTail(t.log))
 		}
 		if err := t.driver.run(o.warmup); err != nil {
 			return err
@@ -587,13 +587,4 @@ func envOr(name, fallback string) string {
 		return v
 	}
 	return fallback
-}
-
-// tail is the end of the server's log, for errors.
-func tail(file string) string {
-	b, _ := os.ReadFile(file)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
 }

@@ -5,6 +5,7 @@ package localcluster
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,4 +33,14 @@ func CreateNamespace(ctx context.Context, c client.Client, namespace, apiKey str
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ltiop-api-key"},
 		StringData: map[string]string{"apiKey": apiKey},
 	})
+}
+
+// LogTail is the end of a process's log file (its last 2,000 bytes), for an error that
+// says why the process failed.
+func LogTail(file string) string {
+	b, _ := os.ReadFile(file)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
 }
