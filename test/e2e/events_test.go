@@ -11,6 +11,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 )
 
 // eventsOn are the Events on the object named name in namespace ns whose reason is reason
@@ -52,4 +54,13 @@ func printedColumns(resource, ns, name string) map[string]any {
 		out[c.Name] = table.Rows[0].Cells[i]
 	}
 	return out
+}
+
+// flushedHealth flushes the suite's launch health and reads PlatformRegistration name into
+// reg: its status.launchHealth once written (g fails while it is not).
+func flushedHealth(ctx context.Context, g Gomega, name string, reg *ltiv1.PlatformRegistration) *ltiv1.LaunchHealth {
+	ltiop.LaunchHealth.Flush(ctx)
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, reg)).To(Succeed())
+	g.Expect(reg.Status.LaunchHealth).NotTo(BeNil())
+	return reg.Status.LaunchHealth
 }

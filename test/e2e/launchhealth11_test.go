@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
@@ -25,10 +24,7 @@ var _ = Describe("Launch health of LTI 1.1 launches", func() {
 		Expect(bad.Body).To(ContainSubstring(lti11.CodeInvalidSignature))
 		reg := &ltiv1.PlatformRegistration{}
 		Eventually(func(g Gomega) {
-			ltiop.LaunchHealth.Flush(ctx)
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
-			g.Expect(reg.Status.LaunchHealth).NotTo(BeNil())
-			g.Expect(reg.Status.LaunchHealth.LastRefusal).NotTo(BeNil())
+			g.Expect(flushedHealth(ctx, g, lms.ID, reg).LastRefusal).NotTo(BeNil())
 		}).Should(Succeed())
 		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal(lti11.CodeInvalidSignature))
 		Expect(reg.Status.LaunchHealth.LastRefusal.Rule).To(Equal("LTI11-SIG-01"))
@@ -45,9 +41,7 @@ var _ = Describe("Launch health of LTI 1.1 launches", func() {
 		good := b.post(launchURL, lms.Launch11(launchURL, "student-1", nil))
 		Expect(good.Ltik).NotTo(BeEmpty(), good.Body)
 		Eventually(func(g Gomega) {
-			ltiop.LaunchHealth.Flush(ctx)
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
-			g.Expect(reg.Status.LaunchHealth.LastLaunchTime).NotTo(BeNil())
+			g.Expect(flushedHealth(ctx, g, lms.ID, reg).LastLaunchTime).NotTo(BeNil())
 		}).Should(Succeed())
 	})
 })

@@ -46,10 +46,7 @@ var _ = Describe("Launch health on the registration", func() {
 		// The launch path wrote nothing: the registration learns of it at the flush.
 		reg := &ltiv1.PlatformRegistration{}
 		Eventually(func(g Gomega) {
-			ltiop.LaunchHealth.Flush(ctx)
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
-			g.Expect(reg.Status.LaunchHealth).NotTo(BeNil())
-			g.Expect(reg.Status.LaunchHealth.LastRefusal).NotTo(BeNil())
+			g.Expect(flushedHealth(ctx, g, lms.ID, reg).LastRefusal).NotTo(BeNil())
 		}).Should(Succeed())
 		refusal := reg.Status.LaunchHealth.LastRefusal
 		Expect(refusal.Code).To(Equal("AUDIENCE_MISMATCH"))
@@ -70,9 +67,7 @@ var _ = Describe("Launch health on the registration", func() {
 		res := newBrowser().launch(lms, "user=teacher-1")
 		Expect(res.Ltik).NotTo(BeEmpty(), res.Body)
 		Eventually(func(g Gomega) {
-			ltiop.LaunchHealth.Flush(ctx)
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
-			g.Expect(reg.Status.LaunchHealth.LastLaunchTime).NotTo(BeNil())
+			g.Expect(flushedHealth(ctx, g, lms.ID, reg).LastLaunchTime).NotTo(BeNil())
 		}).Should(Succeed())
 		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal("AUDIENCE_MISMATCH"), "the last refusal is kept")
 		cols := printedColumns("platformregistrations", namespace, lms.ID)
