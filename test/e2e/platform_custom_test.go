@@ -31,7 +31,7 @@ var _ = Describe("Platform mode custom parameters", func() {
 		Expect(err.Error()).To(ContainSubstring("custom keys must be 1 to 128 letters, digits"))
 
 		By("registering the tool with its custom parameters")
-		registerToolWith(ctx, d.Namespace, "published-course", tool, toolURL, func(s *ltiv1.ToolRegistrationSpec) {
+		registerToolOn(ctx, d, "published-course", tool, toolURL, func(s *ltiv1.ToolRegistrationSpec) {
 			s.Custom = map[string]string{"id": "7d3e5b0a-5f6c-4c1e-9a53-2f8d6c1b4e90", "user": "$User.id", "course": "$Context.id",
 				"link": "$ResourceLink.id", "name": "$Person.name.full", "section": "$CourseSection.sourcedId", "lang": "en"}
 		})

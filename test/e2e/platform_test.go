@@ -33,7 +33,7 @@ var _ = Describe("Platform mode", func() {
 		tool, toolURL := serveToolSim(d, nil)
 
 		By("registering the tool; the controller fills in what the vendor configures")
-		reg := registerTool(ctx, d.Namespace, "quiz-tool", tool, toolURL)
+		reg := registerToolOn(ctx, d, "quiz-tool", tool, toolURL, nil)
 		Expect(reg.Status.ClientID).To(Equal(string(reg.UID)))
 		Expect(reg.Status.DeploymentID).To(Equal("1"))
 		Expect(reg.Status.Issuer).To(Equal(d.URL))
@@ -120,6 +120,24 @@ func registerToolWith(ctx context.Context, ns, name string, tool *toolsim.Tool, 
 	cfg.ClientID, cfg.DeploymentID = reg.Status.ClientID, reg.Status.DeploymentID
 	tool.SetConfig(cfg)
 	return reg
+}
+
+// registerToolOn is registerToolWith that returns once d serves the tool as ready too: d
+// learns of the Ready condition through its own informer, a moment after the API server,
+// and until then refuses a launch of the tool with TOOL_INACTIVE.
+func registerToolOn(ctx context.Context, d *devInstance, name string, tool *toolsim.Tool, base string, mutate func(*ltiv1.ToolRegistrationSpec)) *ltiv1.ToolRegistration {
+	reg := registerToolWith(ctx, d.Namespace, name, tool, base, mutate)
+	awaitToolReady(d.Local, name)
+	return reg
+}
+
+// awaitToolReady waits until the instance at base answers that tool id is ready.
+func awaitToolReady(base, id string) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		got := callAt(base, "GET", "/api/tools/"+id, nil, bearer)
+		g.Expect(got.Status).To(Equal(200), string(got.Raw))
+		g.Expect(got.JSON["ready"]).To(Equal(true))
+	}).Should(Succeed())
 }
 
 // startPlatformInstance starts an instance in dev mode, in a new namespace ns, whose

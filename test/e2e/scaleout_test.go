@@ -103,9 +103,7 @@ var _ = Describe("Replicas sharing a Redis", func() {
 		toolReg := registerTool(ctx, ns, "tool", tool, toolSrv.URL)
 		// Every replica must know the tool before requests may land on any of them.
 		for _, r := range replicas {
-			Eventually(func() int {
-				return callAt(r.Local, "POST", "/api/launches", map[string]any{"toolId": "tool", "user": "probe", "resourceLink": map[string]string{"id": "rl-0"}}, bearer).Status
-			}).Should(Equal(201))
+			awaitToolReady(r.Local, "tool")
 		}
 		created := callAt(public, "POST", "/api/launches", map[string]any{"toolId": "tool", "user": "student-1", "resourceLink": map[string]string{"id": "rl-1"}}, bearer)
 		Expect(created.Status).To(Equal(201), string(created.Raw))

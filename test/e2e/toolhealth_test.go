@@ -21,7 +21,7 @@ var _ = Describe("Launch health on a ToolRegistration", func() {
 	It("records a flood of refused token requests (P-TOK-05) as one Event and the last refusal, a refused authorization request (P-AUTH-06), and the last launch", func(ctx SpecContext) {
 		d := startPlatformInstance("ltiop-tool-health", nil)
 		tool, toolURL := serveToolSim(d, nil)
-		reg := registerTool(ctx, d.Namespace, "health-tool", tool, toolURL)
+		reg := registerToolOn(ctx, d, "health-tool", tool, toolURL, nil)
 		fetch := func(g Gomega) *ltiv1.LaunchHealth {
 			d.ToolHealth.Flush(ctx)
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
