@@ -74,6 +74,17 @@ var _ = Describe("Launch health on the registration", func() {
 		Expect(cols["Last Error"]).To(Equal("AUDIENCE_MISMATCH"), "kubectl get platreg: LAST ERROR")
 		Expect(cols["Last Launch"]).To(MatchRegexp(`^[0-9]+s$`), "kubectl get platreg: LAST LAUNCH")
 
+		By("the platforms API answering the same launch health to an onboarding page")
+		Eventually(func(g Gomega) {
+			h := flushedHealth(ctx, g, lms.ID, reg)
+			got := call("GET", "/api/platforms/"+lms.ID, nil, bearer)
+			g.Expect(got.Status).To(Equal(200))
+			g.Expect(got.JSON["launchHealth"]).To(Equal(map[string]any{
+				"lastLaunchTime": h.LastLaunchTime.UTC().Format(time.RFC3339),
+				"lastRefusal":    map[string]any{"time": h.LastRefusal.Time.UTC().Format(time.RFC3339), "code": "AUDIENCE_MISMATCH", "rule": "T-TOK-12"},
+			}))
+		}).Should(Succeed())
+
 		By("more refusals within the event interval make no second Event")
 		lms.Customize = func(c, h map[string]any) { c["aud"] = "someone-else" }
 		Expect(newBrowser().launch(lms, "user=teacher-1").Body).To(ContainSubstring("AUDIENCE_MISMATCH"))

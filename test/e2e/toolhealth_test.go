@@ -95,6 +95,20 @@ var _ = Describe("Launch health on a ToolRegistration", func() {
 			g.Expect(cols["Last Error"]).To(Equal("AUDIENCE_MISMATCH"), "kubectl get toolreg: LAST ERROR")
 			g.Expect(cols["Last Launch"]).To(MatchRegexp(`^[0-9]+s$`), "kubectl get toolreg: LAST LAUNCH")
 		}).Should(Succeed())
+
+		By("the tools API answering the same launch health; a PUT of what GET answered is accepted")
+		var shown response
+		Eventually(func(g Gomega) {
+			h := fetch(g)
+			shown = callAt(d.Local, "GET", "/api/tools/"+reg.Name, nil, bearer)
+			g.Expect(shown.Status).To(Equal(200))
+			g.Expect(shown.JSON["launchHealth"]).To(Equal(map[string]any{
+				"lastLaunchTime": h.LastLaunchTime.UTC().Format(time.RFC3339),
+				"lastRefusal":    map[string]any{"time": h.LastRefusal.Time.UTC().Format(time.RFC3339), "code": "AUDIENCE_MISMATCH", "rule": "P-TOK-05"},
+			}))
+		}).Should(Succeed())
+		put := callAt(d.Local, "PUT", "/api/tools/"+reg.Name, shown.JSON, bearer)
+		Expect(put.Status).To(Equal(200), string(put.Raw))
 		for _, e := range append(eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused),
 			eventsOn(d.Namespace, reg.Name, launchhealth.ReasonLaunchRefused)...) {
 			Expect(e.Note).NotTo(ContainSubstring("student-secret-name"))

@@ -25,6 +25,8 @@ type Platform struct {
 	Active                 bool       `json:"active"`
 	// LTI11 is the registration's LTI 1.1 consumer key and secret reference (lti11.go).
 	LTI11 *PlatformLTI11 `json:"lti11,omitempty"`
+	// LaunchHealth is read-only: the last launch and the last refusal (healthview.go).
+	LaunchHealth *LaunchHealth `json:"launchHealth,omitempty"`
 }
 
 // AuthConfig is the platform key: method JWK_SET, JWK_KEY or RSA_KEY, and the key.
@@ -59,6 +61,7 @@ func toAPI(p *registry.Platform) Platform {
 		AccesstokenEndpoint:    string(p.Spec.AccesstokenEndpoint),
 		AuthConfig:             AuthConfig{Key: p.Spec.AuthConfig.Key, Method: string(p.Spec.AuthConfig.Method)},
 		Active:                 p.Spec.IsActive(),
+		LaunchHealth:           healthToAPI(p.Health),
 	}
 	if p.Key != nil {
 		out.PublicKey = p.PublicKeyPEM()

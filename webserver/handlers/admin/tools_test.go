@@ -222,6 +222,48 @@ func TestToolsLifecycle(t *testing.T) {
 	}
 }
 
+// TestToolsShowLaunchHealth: GET answers status.launchHealth in UTC, and leaves it out
+// while nothing was recorded (an empty object included).
+func TestToolsShowLaunchHealth(t *testing.T) {
+	h := newToolsHarness(t)
+	if r := h.call("POST", "/api/tools", toolBody("example-tool", "example-client")); r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	shown := func(health *ltiv1.LaunchHealth) string {
+		t.Helper()
+		reg := h.stored("example-tool")
+		reg.Status.Conditions = []metav1.Condition{{Type: ltiv1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: reg.Generation, Reason: ltiv1.ReasonReady}}
+		reg.Status.LaunchHealth = health
+		h.tools.Apply(reg)
+		var got struct {
+			LaunchHealth json.RawMessage `json:"launchHealth"`
+		}
+		r := h.call("GET", "/api/tools/example-tool", nil)
+		if err := json.Unmarshal([]byte(r.Body), &got); r.Status != 200 || err != nil {
+			t.Fatalf("get: %d %s", r.Status, r.Body)
+		}
+		return string(got.LaunchHealth)
+	}
+	if got := shown(nil); got != "" {
+		t.Errorf("no launch health: %s", got)
+	}
+	if got := shown(&ltiv1.LaunchHealth{}); got != "" {
+		t.Errorf("an empty launch health: %s", got)
+	}
+	paris := time.FixedZone("CET", 3600)
+	launched := metav1.NewTime(time.Date(2026, 11, 29, 10, 0, 0, 0, paris))
+	refused := ltiv1.LaunchRefusal{Time: metav1.NewTime(time.Date(2026, 11, 29, 10, 5, 0, 0, paris)), Code: "AUDIENCE_MISMATCH", Rule: "P-TOK-05"}
+	want := `{"lastLaunchTime":"2026-11-29T09:00:00Z","lastRefusal":{"time":"2026-11-29T09:05:00Z","code":"AUDIENCE_MISMATCH","rule":"P-TOK-05"}}`
+	if got := shown(&ltiv1.LaunchHealth{LastLaunchTime: &launched, LastRefusal: &refused}); got != want {
+		t.Errorf("launch health:\n got %s\nwant %s", got, want)
+	}
+	refused.Rule = ""
+	want = `{"lastRefusal":{"time":"2026-11-29T09:05:00Z","code":"AUDIENCE_MISMATCH"}}`
+	if got := shown(&ltiv1.LaunchHealth{LastRefusal: &refused}); got != want {
+		t.Errorf("a refusal without a rule, no launch yet:\n got %s\nwant %s", got, want)
+	}
+}
+
 func TestToolsRefusals(t *testing.T) {
 	h := newToolsHarness(t)
 	if r := h.call("POST", "/api/tools", toolBody("first", "client-1")); r.Status != 201 {

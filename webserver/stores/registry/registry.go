@@ -43,6 +43,8 @@ type Platform struct {
 	AwaitingActivation bool
 	// SeenDeployments are the deployments recorded in status (learnt from launches).
 	SeenDeployments []string
+	// Health is status.launchHealth: the last launch and the last refusal, nil if none yet.
+	Health *ltiv1.LaunchHealth
 	// Key is the tool key the LMS trusts; nil until the controller has created it.
 	Key *ToolKey
 	// KeySetAlias also names the registration's key set (paths.KeySet): the name dynamic
@@ -245,6 +247,7 @@ func (r *Registry) Apply(obj any) {
 		Created:            reg.CreationTimestamp.Time,
 		Spec:               *reg.Spec.DeepCopy(),
 		SeenDeployments:    slices.Clone(reg.Status.DeploymentIDs),
+		Health:             reg.Status.LaunchHealth.DeepCopy(),
 		AwaitingActivation: reg.AwaitingActivation(),
 		KeySetAlias:        reg.Annotations[ltiv1.AnnotationKeySetAlias],
 		statusKID:          reg.Status.KID,

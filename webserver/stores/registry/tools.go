@@ -32,6 +32,8 @@ type Tool struct {
 	ClientID, DeploymentID string
 	// Ready mirrors the Ready condition for the current generation.
 	Ready bool
+	// Health is status.launchHealth: the last launch and the last refusal, nil if none yet.
+	Health *ltiv1.LaunchHealth
 
 	// The spec's redirect URIs and scopes as strings, converted once per change.
 	redirectURIs, scopes []string
@@ -108,6 +110,7 @@ func (ts *Tools) Apply(obj any) {
 		ID: reg.Name, Namespace: reg.Namespace, UID: reg.UID, Generation: reg.Generation,
 		Created: reg.CreationTimestamp.Time, Spec: *reg.Spec.DeepCopy(),
 		ClientID: reg.EffectiveClientID(), DeploymentID: reg.Spec.Deployment(),
+		Health: reg.Status.LaunchHealth.DeepCopy(),
 	}
 	ts.mu.RLock()
 	if old := ts.byID[reg.Name]; old != nil {
