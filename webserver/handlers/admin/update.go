@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,11 +14,13 @@ import (
 // the read-only fields of the Platform object, so that what GET answered can be sent back
 // with a field or two changed (the LTIAAS SDK does so). A read-only field present with
 // the registration's current value is ignored; with another value it is refused, naming
-// the field, since it cannot be changed this way.
+// the field, since it cannot be changed this way. launchHealth is ignored whatever its
+// value: it moves as launches arrive, so the GET it came from may be a launch behind.
 type UpdateRequest struct {
 	PlatformRequest
-	ID        *string `json:"id,omitempty"`
-	PublicKey *string `json:"publicKey,omitempty"`
+	ID           *string         `json:"id,omitempty"`
+	PublicKey    *string         `json:"publicKey,omitempty"`
+	LaunchHealth json.RawMessage `json:"launchHealth,omitempty"`
 }
 
 // checkReadOnly refuses read-only fields whose value differs from the registration's.

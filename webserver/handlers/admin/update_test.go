@@ -32,6 +32,11 @@ func TestUpdateWithTheBodyOfGet(t *testing.T) {
 	if after["name"] != "Canvas (edited)" || after["publicKey"] != body["publicKey"] || after["id"] != id {
 		t.Fatalf("answer %v", after)
 	}
+	// launchHealth is ignored whatever its value: a launch may have moved it since the GET.
+	body["launchHealth"] = map[string]any{"lastLaunchTime": "2026-11-29T09:00:00Z"}
+	if res := h.call("PUT", "/api/platforms/"+id, body); res.Status != http.StatusOK {
+		t.Fatalf("put with a launchHealth: %d %s", res.Status, res.Body)
+	}
 	// A PEM that lost its final newline on the way is the same key.
 	body["publicKey"] = strings.TrimSpace(body["publicKey"].(string))
 	if res := h.call("PUT", "/api/platforms/"+id, body); res.Status != http.StatusOK {
