@@ -88,6 +88,19 @@ var _ = Describe("Platform mode", func() {
 		}).Should(BeFalse())
 		Expect(callAt(d.Local, "POST", "/api/launches", body, bearer).errorCode()).To(Equal("TOOL_INACTIVE"))
 	})
+
+	It("launches a tool registered through the API as soon as POST /api/tools answered", func() {
+		d := startPlatformInstance("ltiop-platform-api-tool", nil)
+		tool, toolURL := serveToolSim(d, nil)
+		created := callAt(d.Local, "POST", "/api/tools", map[string]any{"id": "api-tool", "name": "Quiz tool",
+			"loginUrl": toolURL + "/login", "redirectionUris": []string{toolURL + "/launch"}, "targetLinkUri": toolURL + "/launch",
+			"authConfig": map[string]string{"method": string(ltiv1.AuthMethodJWKKey), "key": tool.PublicJWK()}}, bearer)
+		Expect(created.Status).To(Equal(201), string(created.Raw))
+		Expect(created.JSON["ready"]).To(BeTrue(), "the answer waits for the controller's verdict")
+		launch := callAt(d.Local, "POST", "/api/launches", map[string]any{"toolId": "api-tool", "user": "student-1",
+			"resourceLink": map[string]string{"id": "rl-1"}}, bearer)
+		Expect(launch.Status).To(Equal(201), string(launch.Raw))
+	})
 })
 
 // registerTool registers the toolsim tool served at base as ToolRegistration ns/name, waits

@@ -40,7 +40,8 @@ type Tools struct {
 	Client    client.Client
 	Namespace string
 	DevMode   bool
-	// KeyWait bounds how long a write waits for the registry to show its result.
+	// KeyWait bounds how long a write waits for the registry to show its result, judged
+	// by the controller (past it, the answer shows what the registry has).
 	KeyWait time.Duration
 	// Cursors seals the list cursors (the sealing keyring).
 	Cursors *sessions.Keyring
@@ -97,7 +98,8 @@ func (h *Tools) find(r *http.Request) (*registry.Tool, *httpapi.Error) {
 // Get answers GET /api/tools/{id}.
 func (h *Tools) Get(w http.ResponseWriter, r *http.Request) { h.registrations().get(w, r) }
 
-// Create answers POST /api/tools: 201 with the tool (and Location).
+// Create answers POST /api/tools: 201 with the tool (and Location), once the controller
+// has judged it (bounded by KeyWait), so a launch may follow the answer at once.
 func (h *Tools) Create(w http.ResponseWriter, r *http.Request) {
 	var req ToolRequest
 	if !httpapi.ReadJSON(w, r, &req) {
@@ -122,7 +124,7 @@ func (h *Tools) Create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log.FromContext(r.Context()).Info("tool registration created", "tool", reg.Name, "clientId", reg.Spec.ClientID)
-	t := h.await(r.Context(), reg.Name, func(t *registry.Tool) bool { return t != nil && t.UID == reg.UID })
+	t := h.await(r.Context(), reg.Name, func(t *registry.Tool) bool { return t != nil && t.UID == reg.UID && t.Judged })
 	if t == nil || t.UID != reg.UID {
 		t = snapshot(reg)
 	}
@@ -193,10 +195,13 @@ func toolObject(t *registry.Tool) *ltiv1.ToolRegistration {
 }
 
 // written answers a write of the registration of t once the registry shows the written
-// generation; obj is the API server's answer to the write.
+// generation judged by the controller, so that the answer's ready holds and a launch may
+// follow at once; obj is the API server's answer to the write.
 func (h *Tools) written(w http.ResponseWriter, r *http.Request, t *registry.Tool, obj client.Object) {
 	reg := obj.(*ltiv1.ToolRegistration)
-	got := h.await(r.Context(), t.ID, func(q *registry.Tool) bool { return q != nil && q.UID == t.UID && q.Generation >= reg.Generation })
+	got := h.await(r.Context(), t.ID, func(q *registry.Tool) bool {
+		return q != nil && q.UID == t.UID && q.Generation >= reg.Generation && q.Judged
+	})
 	if got == nil || got.UID != t.UID || got.Generation < reg.Generation {
 		if reg.Name == "" { // the patch answered nothing readable
 			httpapi.WriteError(w, httpapi.Errorf(http.StatusNotFound, CodeToolNotFound, "The tool was deleted meanwhile."))

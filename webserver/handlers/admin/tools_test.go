@@ -35,6 +35,10 @@ type toolsHarness struct {
 	api    *httptest.Server
 	writes testclient.Gate
 	dynreg *admin.ToolDynReg
+	// judgeAfter, when set, makes the controller's Ready verdict (judgement) arrive that
+	// long after a write, as it does on a cluster; judgement defaults to True.
+	judgeAfter time.Duration
+	judgement  metav1.ConditionStatus
 }
 
 func newToolsHarness(t *testing.T) *toolsHarness {
@@ -46,9 +50,18 @@ func newToolsHarness(t *testing.T) *toolsHarness {
 			t.Errorf("reading back %s: %v", name, err)
 			return
 		}
-		tr.Status.Conditions = []metav1.Condition{{Type: ltiv1.ConditionReady, Status: metav1.ConditionTrue,
+		judged := tr.DeepCopy()
+		judged.Status.Conditions = []metav1.Condition{{Type: ltiv1.ConditionReady, Status: metav1.ConditionTrue,
 			ObservedGeneration: tr.Generation, Reason: ltiv1.ReasonReady}}
-		h.tools.Apply(&tr)
+		if h.judgement != "" {
+			judged.Status.Conditions[0].Status = h.judgement
+		}
+		if h.judgeAfter == 0 {
+			h.tools.Apply(judged)
+			return
+		}
+		h.tools.Apply(&tr) // seen before the controller's verdict on this generation
+		time.AfterFunc(h.judgeAfter, func() { h.tools.Apply(judged) })
 	}
 	h.k8s = interceptor.NewClient(testclient.NewFake(t), interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -219,6 +232,33 @@ func TestToolsLifecycle(t *testing.T) {
 	}
 	if h.stored("example-tool") != nil {
 		t.Fatal("still stored")
+	}
+}
+
+// TestToolsWritesAnswerOnceJudged: POST, PUT and activate answer once the controller has
+// judged the written generation, so ready in the answer holds and a launch may follow at
+// once; a tool judged not Ready is answered as such.
+func TestToolsWritesAnswerOnceJudged(t *testing.T) {
+	h := newToolsHarness(t)
+	h.judgeAfter = 50 * time.Millisecond
+	r := h.call("POST", "/api/tools", toolBody("example-tool", "example-client"))
+	if r.Status != 201 || !decodeTool(t, r).Ready {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	body := toolBody("example-tool", "example-client")
+	body["name"] = "Example Tool 2"
+	if r = h.call("PUT", "/api/tools/example-tool", body); r.Status != 200 || !decodeTool(t, r).Ready {
+		t.Fatalf("put: %d %s", r.Status, r.Body)
+	}
+	if r = h.call("POST", "/api/tools/example-tool/deactivate", nil); r.Status != 200 || !decodeTool(t, r).Ready {
+		t.Fatalf("deactivate: %d %s", r.Status, r.Body)
+	}
+	if r = h.call("POST", "/api/tools/example-tool/activate", nil); r.Status != 200 || !decodeTool(t, r).Ready || !h.tools.Get("example-tool").Usable() {
+		t.Fatalf("activate: %d %s", r.Status, r.Body)
+	}
+	h.judgement = metav1.ConditionFalse
+	if r = h.call("POST", "/api/tools", toolBody("refused-tool", "other-client")); r.Status != 201 || decodeTool(t, r).Ready {
+		t.Fatalf("a tool the controller refuses: %d %s", r.Status, r.Body)
 	}
 }
 

@@ -32,6 +32,9 @@ type Tool struct {
 	ClientID, DeploymentID string
 	// Ready mirrors the Ready condition for the current generation.
 	Ready bool
+	// Judged says the controller has set the Ready condition, true or false, for the
+	// current generation: what Ready says is its verdict on this spec.
+	Judged bool
 	// Health is status.launchHealth: the last launch and the last refusal, nil if none yet.
 	Health *ltiv1.LaunchHealth
 
@@ -125,7 +128,8 @@ func (ts *Tools) Apply(obj any) {
 		t.scopes = append(t.scopes, string(sc))
 	}
 	if c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionReady); c != nil {
-		t.Ready = c.Status == "True" && c.ObservedGeneration == reg.Generation
+		t.Judged = c.ObservedGeneration == reg.Generation
+		t.Ready = c.Status == "True" && t.Judged
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

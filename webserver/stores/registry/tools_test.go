@@ -54,6 +54,32 @@ func TestToolsApplyParsesAKeyOnce(t *testing.T) {
 // A ToolRegistration whose status changed (launch health, once a minute per replica that
 // served it): what every replica's informer then applies.
 // go test -run x -bench ToolsApply ./webserver/stores/registry/
+// Ready and Judged follow the controller's verdict on the current generation only: a
+// verdict on an earlier one is no verdict (the API waits for one before answering a write).
+func TestToolsReadyIsTheVerdictOnThisGeneration(t *testing.T) {
+	ts := NewTools()
+	for _, c := range []struct {
+		name          string
+		observed      int64
+		status        metav1.ConditionStatus
+		ready, judged bool
+	}{
+		{"no condition yet", 0, "", false, false},
+		{"ready, for an earlier spec", 1, metav1.ConditionTrue, false, false},
+		{"ready", 2, metav1.ConditionTrue, true, true},
+		{"refused", 2, metav1.ConditionFalse, false, true},
+	} {
+		reg := toolReg(t, 0, 2)
+		if c.status != "" {
+			reg.Status.Conditions = []metav1.Condition{{Type: ltiv1.ConditionReady, Status: c.status, ObservedGeneration: c.observed}}
+		}
+		ts.Apply(reg)
+		if got := ts.Get("quiz"); got.Ready != c.ready || got.Judged != c.judged {
+			t.Errorf("%s: ready %v, judged %v; want %v, %v", c.name, got.Ready, got.Judged, c.ready, c.judged)
+		}
+	}
+}
+
 func BenchmarkToolsApplyStatusChange(b *testing.B) {
 	reg := toolReg(b, 0, 1)
 	ts := NewTools()
