@@ -51,9 +51,6 @@ func TestToolsApplyParsesAKeyOnce(t *testing.T) {
 	}
 }
 
-// A ToolRegistration whose status changed (launch health, once a minute per replica that
-// served it): what every replica's informer then applies.
-// go test -run x -bench ToolsApply ./webserver/stores/registry/
 // Ready and Judged follow the controller's verdict on the current generation only: a
 // verdict on an earlier one is no verdict (the API waits for one before answering a write).
 func TestToolsReadyIsTheVerdictOnThisGeneration(t *testing.T) {
@@ -80,6 +77,9 @@ func TestToolsReadyIsTheVerdictOnThisGeneration(t *testing.T) {
 	}
 }
 
+// A ToolRegistration whose status changed (launch health, once a minute per replica that
+// served it): what every replica's informer then applies.
+// go test -run x -bench ToolsApply ./webserver/stores/registry/
 func BenchmarkToolsApplyStatusChange(b *testing.B) {
 	reg := toolReg(b, 0, 1)
 	ts := NewTools()
