@@ -25,7 +25,7 @@ trap 'rm -rf "$overlay"' EXIT
   echo "resources:"
   echo "- ../../config/default"
   echo "images:"
-  echo "- name: ltiop"
+  echo "- name: ghcr.io/ltiop/ltiop"
   echo "  newName: \"$name\""
   if [ -n "$tag" ]; then echo "  newTag: \"$tag\""; fi
   if [ -n "$digest" ]; then echo "  digest: \"$digest\""; fi

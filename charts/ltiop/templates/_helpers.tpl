@@ -26,6 +26,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/* ltiop's image: repository@digest when image.digest is set, else repository:tag (default: the appVersion). */}}
+{{- define "ltiop.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "ltiop.apiKeySecret" -}}
 {{- default (printf "%s-api-key" (include "ltiop.fullname" .)) .Values.apiKey.existingSecret -}}
 {{- end -}}
