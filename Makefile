@@ -69,8 +69,15 @@ lint-chart: ## Run helm lint on the chart (Helm is a go tool: nothing to downloa
 	go tool helm lint charts/ltiop --set publicUrl=https://lti.example.com
 	go tool helm lint charts/ltiop -f charts/ltiop/ci/full-values.yaml
 
+# actionlint checks the workflows' syntax, expressions, action inputs and permissions; it runs
+# shellcheck on their scripts when shellcheck is on the PATH. Its own modfile: it cannot share
+# the main module's build list (hack/tools/actionlint/go.mod says why).
+.PHONY: lint-workflows
+lint-workflows: ## Check .github/workflows with actionlint (a go tool: nothing to download).
+	go tool -modfile=hack/tools/actionlint/go.mod actionlint
+
 .PHONY: test
-test: verify-generated verify-fmt vet lint lint-chart envtest ## Check generated files, vet, lint, and run every test (Ginkgo + envtest).
+test: verify-generated verify-fmt vet lint lint-chart lint-workflows envtest ## Check generated files, vet, lint, and run every test (Ginkgo + envtest).
 	KUBEBUILDER_ASSETS="$$(hack/build-binaries.sh)" go test -race -count=1 ./... $(TEST_ARGS)
 
 .PHONY: bench

@@ -47,7 +47,13 @@ LTI 1.3 / LTI Advantage for an application, as a Kubernetes operator. The instal
 ` + "```sh" + `
 helm install ltiop charts/ltiop --namespace lti --create-namespace \
   --set publicUrl=https://lti.example.com --set launchUrl=https://app.example.com/lti/launch
+# or a release's published chart, without a clone:
+helm install ltiop oci://ghcr.io/ltiop/charts/ltiop --version <version> --namespace lti --create-namespace \
+  --set publicUrl=https://lti.example.com --set launchUrl=https://app.example.com/lti/launch
 ` + "```" + `
+
+The image is ` + "`ghcr.io/ltiop/ltiop`" + ` at the chart's appVersion, signed by the release workflow;
+docs/install.md (step 1) says how to verify it, and how to build and push your own.
 
 The chart refuses what ltiop would refuse at start: no ` + "`publicUrl`" + `, or a URL value that is
 not an absolute https URL (http only with ` + "`config.devMode: true`" + `).

@@ -3,6 +3,7 @@ package deploy
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,6 +79,53 @@ func TestChartImageDigest(t *testing.T) {
 			map[string]any{"publicUrl": "https://lti.example.com", "image": map[string]any{"digest": bad}})
 		if err == nil || !strings.Contains(err.Error(), "digest") {
 			t.Errorf("image.digest %q: %v, want a refusal naming digest", bad, err)
+		}
+	}
+}
+
+// The release workflow pushes and signs the repository the chart and the manifests name, and
+// the identity docs/install.md tells users to verify is the one that workflow signs with.
+func TestReleaseWorkflowPublishesTheDefaultImage(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.Root(), ".github", "workflows", "release.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var workflow struct {
+		Env         map[string]string `json:"env"`
+		Permissions map[string]string `json:"permissions"`
+	}
+	if err := yaml.Unmarshal(raw, &workflow); err != nil {
+		t.Fatal(err)
+	}
+	if workflow.Env["IMAGE"] != releaseRepository {
+		t.Errorf("the release workflow pushes %q, the chart's default is %s", workflow.Env["IMAGE"], releaseRepository)
+	}
+	for scope, want := range map[string]string{"contents": "write", "packages": "write", "id-token": "write"} {
+		if workflow.Permissions[scope] != want {
+			t.Errorf("the release workflow's permission %s is %q, want %s", scope, workflow.Permissions[scope], want)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join(testenv.Root(), "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`--certificate-identity-regexp '([^']+)'`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/install.md shows no cosign verify --certificate-identity-regexp")
+	}
+	identity, err := regexp.Compile("^" + string(m[1]) + "$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What Fulcio puts in the certificate: the workflow's path at the pushed tag.
+	for ref, want := range map[string]bool{
+		"https://github.com/ltiop/ltiop/.github/workflows/release.yaml@refs/tags/v0.1.0":      true,
+		"https://github.com/ltiop/ltiop/.github/workflows/release.yaml@refs/tags/v1.2.3-rc.1": true,
+		"https://github.com/ltiop/ltiop/.github/workflows/release.yaml@refs/heads/main":       false,
+		"https://github.com/ltiop/ltiop/.github/workflows/ci.yaml@refs/tags/v0.1.0":           false,
+	} {
+		if identity.MatchString(ref) != want {
+			t.Errorf("the documented identity %q matches %s: %v, want %v", m[1], ref, !want, want)
 		}
 	}
 }
