@@ -2,6 +2,10 @@
 # Builds the ltiop manager image; `make docker-build IMG=...` passes VERSION and COMMIT:
 #   docker build --build-arg VERSION=v0.1.0 --build-arg COMMIT=$(git rev-parse HEAD) -t registry.example.com/ltiop:v0.1.0 .
 # Multi-platform: make docker-buildx (docker buildx build --platform linux/amd64,linux/arm64 ...).
+# Without Docker, `make image` builds the equivalent image (hack/image.sh: the same binary and
+# flags, user, ports, entrypoint and labels, on a base with distroless/static's content); the
+# release is built that way. test/build's TestImageIsReproducible reads this file's final
+# stage and fails when the two differ: change both together.
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETOS
@@ -32,6 +36,7 @@ ARG COMMIT=unknown
 LABEL org.opencontainers.image.title="ltiop" \
       org.opencontainers.image.description="LTI 1.3 / LTI Advantage service shipped as a Kubernetes operator" \
       org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/ltiop/ltiop" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${COMMIT}"
 COPY --from=builder /ltiop /ltiop

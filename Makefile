@@ -101,6 +101,13 @@ run: build ## Run ltiop from source against the cluster of the current kubectl c
 build: ## Build the ltiop binary (LTIOP_BIN, default bin/ltiop) with VERSION and COMMIT.
 	go build $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(LTIOP_BIN) .
 
+# The image `make image` builds (and a release pushes): ghcr.io/ltiop/ltiop at VERSION.
+IMAGE ?= ghcr.io/ltiop/ltiop:$(VERSION)
+
+.PHONY: image
+image: ## Build the image IMAGE for PLATFORMS without Docker: bin/image/ltiop (OCI layout), ltiop.tar, sbom.cdx.json.
+	hack/image.sh $(IMAGE) $(VERSION) $(COMMIT) $(PLATFORMS)
+
 .PHONY: docker-build
 docker-build: ## Build the container image IMG for this machine's platform.
 	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
