@@ -80,6 +80,10 @@ lint-workflows: ## Check .github/workflows with actionlint (a go tool: nothing t
 test: verify-generated verify-fmt vet lint lint-chart lint-workflows envtest ## Check generated files, vet, lint, and run every test (Ginkgo + envtest).
 	KUBEBUILDER_ASSETS="$$(hack/build-binaries.sh)" go test -race -count=1 ./... $(TEST_ARGS)
 
+.PHONY: test-node
+test-node: ## Run ltiop as pods on a real one-node cluster (root): image, helm install, launch, uninstall.
+	hack/test-node.sh
+
 .PHONY: bench
 bench: ## Run the benchmarks of the hot paths.
 	go test -run '^$$' -bench . -benchmem ./... $(BENCH_ARGS)

@@ -1,0 +1,140 @@
+package node_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ltiop/ltiop/simulators/lmssim"
+)
+
+// lmsCA is the CA of the simulated LMS's https certificate; the ltiop pods trust it through
+// SSL_CERT_FILE, as an on-premises LMS's private CA would be trusted.
+type lmsCA struct {
+	certPEM []byte
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+}
+
+func newLMSCA() *lmsCA {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ltiop node test LMS CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	Expect(err).NotTo(HaveOccurred())
+	cert, err := x509.ParseCertificate(der)
+	Expect(err).NotTo(HaveOccurred())
+	return &lmsCA{certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), cert: cert, key: key}
+}
+
+// serverCert is a certificate for ip signed by the CA.
+func (ca *lmsCA) serverCert(ip string) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP(ip)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	Expect(err).NotTo(HaveOccurred())
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// lmsServer is the simulated LMS, served over https on the node's bridge address, where the
+// pods reach it.
+type lmsServer struct {
+	*lmssim.LMS
+	URL string
+}
+
+func startLMS(ca *lmsCA, clientID, publicURL string) *lmsServer {
+	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
+	Expect(err).NotTo(HaveOccurred())
+	base := "https://" + ln.Addr().String()
+	sim, err := lmssim.New(base, clientID, "deployment-1")
+	Expect(err).NotTo(HaveOccurred())
+	sim.ToolLoginURL, sim.ToolRedirectURI = publicURL+"/lti/login", publicURL+"/lti/launch"
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.serverCert(nodeIP)}, MinVersion: tls.VersionTLS12}}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	DeferCleanup(srv.Close)
+	return &lmsServer{LMS: sim, URL: base}
+}
+
+// browser is a user agent with a cookie jar that trusts the LMS's CA. Requests to ltiop's
+// public URL go to the Service's cluster IP (kube-proxy's rules on this host), so cookies,
+// origins and redirects behave as behind an ingress; it stops at the integrator's page.
+type browser struct{ client *http.Client }
+
+func newBrowser(ca *lmsCA, publicURL, serviceURL, appPrefix string) *browser {
+	jar, err := cookiejar.New(nil)
+	Expect(err).NotTo(HaveOccurred())
+	public, _ := url.Parse(publicURL)
+	service, _ := url.Parse(serviceURL)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	base := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	transport := roundTripper(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Host == public.Host {
+			r = r.Clone(r.Context())
+			r.URL.Scheme, r.URL.Host = service.Scheme, service.Host
+		}
+		return base.RoundTrip(r)
+	})
+	return &browser{client: &http.Client{Jar: jar, Transport: transport, Timeout: 20 * time.Second,
+		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			if strings.HasPrefix(req.URL.String(), appPrefix) {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}}}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// launch clicks the LMS's link, lets the LMS answer the authentication request with its
+// auto-submitting form, submits it to ltiop, and returns the ltik of the redirect to the
+// integrator's page ("" if there is none) and what ltiop answered.
+func (b *browser) launch(lms *lmsServer, query string) (ltik string, status int, body string) {
+	res, err := b.client.Get(lms.URL + lmssim.StartPath + "?" + query)
+	if err != nil {
+		return "", 0, err.Error()
+	}
+	page := readAll(res)
+	if res.Request.URL.Path != lmssim.AuthPath || res.StatusCode != http.StatusOK {
+		return "", res.StatusCode, page
+	}
+	action, form, ok := lmssim.ParseAutoSubmit(page)
+	Expect(ok).To(BeTrue(), page)
+	res, err = b.client.PostForm(action, form)
+	if err != nil {
+		return "", 0, err.Error()
+	}
+	body = readAll(res)
+	if loc, err := url.Parse(res.Header.Get("Location")); err == nil {
+		ltik = loc.Query().Get("ltik")
+	}
+	return ltik, res.StatusCode, body
+}
