@@ -221,9 +221,15 @@ var _ = Describe("The Helm chart", func() {
 		}
 		Expect(mustRenderChart(map[string]any{"publicUrl": "https://lti.example.com", "rbac": map[string]any{"userRoles": false}}).
 			OfKind("ClusterRole")).To(BeEmpty(), "rbac.userRoles=false renders no ClusterRole")
-		// The CRDs of the chart are the generated ones.
+		// The CRDs of the chart are the generated ones, kept on uninstall (crds_test.go
+		// compares the text).
 		for _, crd := range kust.OfKind("CustomResourceDefinition") {
-			Expect(chart.Find("CustomResourceDefinition", crd.GetName()).Object).To(Equal(crd.Object))
+			c := chart.Find("CustomResourceDefinition", crd.GetName()).DeepCopy()
+			Expect(c.GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"))
+			annotations := c.GetAnnotations()
+			delete(annotations, "helm.sh/resource-policy")
+			c.SetAnnotations(annotations)
+			Expect(c.Object).To(Equal(crd.Object))
 		}
 	})
 })

@@ -66,8 +66,8 @@ func Kustomize(dir string) (Objects, error) {
 
 // Chart renders the chart in dir for a release named release in namespace, as
 // `helm template release dir --namespace namespace --include-crds` does: values are
-// checked against values.schema.json, the CRDs under crds/ come first, templates follow
-// in file-name order.
+// checked against values.schema.json, the CRDs under crds/ (if any: ltiop's are
+// templates) come first, templates follow in file-name order.
 func Chart(dir, release, namespace string, values map[string]any) (Objects, error) {
 	ch, rendered, err := renderChart(dir, release, namespace, values)
 	if err != nil {
@@ -96,6 +96,13 @@ func Chart(dir, release, namespace string, values map[string]any) (Objects, erro
 		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// ChartFiles renders the chart's templates and returns each one's text by its name
+// (ltiop/templates/…), before Helm splits and parses them.
+func ChartFiles(dir, release, namespace string, values map[string]any) (map[string]string, error) {
+	_, rendered, err := renderChart(dir, release, namespace, values)
+	return rendered, err
 }
 
 // ChartNotes renders the chart's NOTES.txt, what `helm install` prints.
