@@ -214,7 +214,8 @@ EOF
     --kubelet-client-certificate "$pki/admin.crt" --kubelet-client-key "$pki/admin.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --authorization-mode Node,RBAC --allow-privileged=true
+    --authorization-mode Node,RBAC --allow-privileged=true \
+    --kubelet-preferred-address-types InternalIP
   wait_for kube-apiserver 90 kubectl_ get --raw /readyz
   start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$state/kubeconfig" \
     --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \

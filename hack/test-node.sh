@@ -31,5 +31,5 @@ hack/nodecluster.sh load bin/image/ltiop.tar
 export LTIOP_NODE_KUBECONFIG=$kubeconfig LTIOP_NODE_IMAGE=$image LTIOP_REQUIRE_NODE=1
 LTIOP_NODE_KUBECTL=$(hack/build-binaries.sh node)/kubectl
 export LTIOP_NODE_KUBECTL
-go test -count=1 -timeout 30m ./test/node/ -ginkgo.v
+go test -count=1 -timeout 30m -v ./test/node/ -ginkgo.v
 echo "test-node: passed in $((SECONDS - start)) s"

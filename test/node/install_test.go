@@ -36,7 +36,14 @@ const (
 var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 	ctx := context.Background()
 	var ca *lmsCA
+	var lms *lmsServer
 	var serviceURL, apiKey string
+
+	BeforeAll(func() {
+		ca = newLMSCA()
+		// The simulated LMS serves until the last spec ends (launches under load use it).
+		lms = startLMS(ca, "node-client-1", publicURL)
+	})
 
 	It("keeps every packet on this machine: Service range routed to the bridge, forwarding out dropped, no DNS upstream", func() {
 		out, err := command(true, filepath.Join(root, "hack", "nodecluster.sh"), "check")
@@ -49,23 +56,11 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 	})
 
 	It("installs with only publicUrl and the image: the Deployment becomes Available", func() {
-		ca = newLMSCA()
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: helmNamespace}})).To(Succeed())
 		// The LMS's private CA, which the pods trust (SSL_CERT_FILE) to fetch its key set.
 		Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: helmNamespace, Name: "lms-ca"},
 			Data: map[string]string{"ca.crt": string(ca.certPEM)}})).To(Succeed())
-		repo, tag := imageRepoTag()
-		values := map[string]any{
-			"publicUrl": publicURL,
-			"launchUrl": appURL + "/launch",
-			"image":     map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
-			// The simulated LMS listens on the node's bridge address, a private one.
-			"config":            map[string]any{"outboundAllowCidrs": []string{nodeIP + "/32"}},
-			"extraEnv":          []any{map[string]any{"name": "SSL_CERT_FILE", "value": "/etc/lms-ca/ca.crt"}},
-			"extraVolumes":      []any{map[string]any{"name": "lms-ca", "configMap": map[string]any{"name": "lms-ca"}}},
-			"extraVolumeMounts": []any{map[string]any{"name": "lms-ca", "mountPath": "/etc/lms-ca", "readOnly": true}},
-		}
-		file := writeValues(values)
+		file := writeValues(installValues())
 		start := time.Now()
 		helm("install", release, "charts/ltiop", "-n", helmNamespace, "-f", file, "--wait", "--timeout", "4m")
 		GinkgoWriter.Printf("helm install --wait: %s\n", time.Since(start).Round(time.Second))
@@ -77,7 +72,7 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 	})
 
 	It("runs the pod as 65532 with a read-only root filesystem, as the kernel sees it", func() {
-		pod := runningPod(ctx, helmNamespace, "app.kubernetes.io/name=ltiop")
+		pod := runningPod(ctx, helmNamespace, ltiopPods)
 		pid := containerPID(pod.Status.ContainerStatuses[0].ContainerID)
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		Expect(err).NotTo(HaveOccurred())
@@ -115,7 +110,6 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		apiKey = string(secret.Data["apiKey"])
 		Expect(len(apiKey)).To(BeNumerically(">=", 32))
-		lms := startLMS(ca, "node-client-1", publicURL)
 		id := registerPlatform(serviceURL, apiKey, lms)
 		Eventually(func() bool {
 			reg := &ltiv1.PlatformRegistration{}
@@ -128,11 +122,10 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 		b := newBrowser(ca, publicURL, serviceURL, appURL)
 		var ltik string
 		Eventually(func() string {
-			var status int
-			var body string
-			ltik, status, body = b.launch(lms, "user=teacher-1")
+			got := b.launch(lms, "user=teacher-1")
+			ltik = got.ltik
 			if ltik == "" {
-				return fmt.Sprintf("%d %s", status, body)
+				return fmt.Sprintf("%d %s", got.status, got.body)
 			}
 			return ""
 		}).Should(BeEmpty(), "the launch reaches the integrator's page with an ltik")
@@ -144,6 +137,8 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 		Expect(tok.json["platform"]).To(HaveKeyWithValue("id", id))
 		Expect(tok.json["platform"]).To(HaveKeyWithValue("url", lms.URL))
 	})
+
+	haSpecs(func() (*lmsCA, *lmsServer, string) { return ca, lms, serviceURL })
 
 	It("uninstalls, leaving what docs/install.md says it leaves: CRDs, the registrations and their key Secrets, the API key", func() {
 		helm("uninstall", release, "-n", helmNamespace, "--wait", "--timeout", "2m")
@@ -174,6 +169,22 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 		}
 	})
 })
+
+// installValues are the values of the first install: publicUrl and the image, and what the
+// simulated LMS needs (its address allowed, its CA trusted).
+func installValues() map[string]any {
+	repo, tag := imageRepoTag()
+	return map[string]any{
+		"publicUrl": publicURL,
+		"launchUrl": appURL + "/launch",
+		"image":     map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
+		// The simulated LMS listens on the node's bridge address, a private one.
+		"config":            map[string]any{"outboundAllowCidrs": []string{nodeIP + "/32"}},
+		"extraEnv":          []any{map[string]any{"name": "SSL_CERT_FILE", "value": "/etc/lms-ca/ca.crt"}},
+		"extraVolumes":      []any{map[string]any{"name": "lms-ca", "configMap": map[string]any{"name": "lms-ca"}}},
+		"extraVolumeMounts": []any{map[string]any{"name": "lms-ca", "mountPath": "/etc/lms-ca", "readOnly": true}},
+	}
+}
 
 // writeValues writes a values file for helm -f.
 func writeValues(values map[string]any) string {

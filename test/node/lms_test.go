@@ -93,7 +93,9 @@ func newBrowser(ca *lmsCA, publicURL, serviceURL, appPrefix string) *browser {
 	service, _ := url.Parse(serviceURL)
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)
-	base := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	// A new connection per request, as many browsers behind an ingress would spread: every
+	// request is balanced afresh by kube-proxy over the ready pods.
+	base := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, DisableKeepAlives: true}
 	transport := roundTripper(func(r *http.Request) (*http.Response, error) {
 		if r.URL.Host == public.Host {
 			r = r.Clone(r.Context())
@@ -114,27 +116,44 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// launchAttempt is what one launch came to.
+type launchAttempt struct {
+	ltik   string // the ltik of the redirect to the integrator's page; "" if none
+	status int    // ltiop's answer to the form post, or to the login; 0 when no answer
+	body   string
+	action string     // where the LMS's auto-submitting form posts (to replay it)
+	form   url.Values // the form
+}
+
 // launch clicks the LMS's link, lets the LMS answer the authentication request with its
-// auto-submitting form, submits it to ltiop, and returns the ltik of the redirect to the
-// integrator's page ("" if there is none) and what ltiop answered.
-func (b *browser) launch(lms *lmsServer, query string) (ltik string, status int, body string) {
+// auto-submitting form, and submits it to ltiop.
+func (b *browser) launch(lms *lmsServer, query string) launchAttempt {
 	res, err := b.client.Get(lms.URL + lmssim.StartPath + "?" + query)
 	if err != nil {
-		return "", 0, err.Error()
+		return launchAttempt{body: err.Error()}
 	}
 	page := readAll(res)
 	if res.Request.URL.Path != lmssim.AuthPath || res.StatusCode != http.StatusOK {
-		return "", res.StatusCode, page
+		return launchAttempt{status: res.StatusCode, body: page}
 	}
 	action, form, ok := lmssim.ParseAutoSubmit(page)
-	Expect(ok).To(BeTrue(), page)
-	res, err = b.client.PostForm(action, form)
+	if !ok {
+		return launchAttempt{status: res.StatusCode, body: "no auto-submitting form: " + page}
+	}
+	return b.post(action, form)
+}
+
+// post submits a form to ltiop.
+func (b *browser) post(action string, form url.Values) launchAttempt {
+	out := launchAttempt{action: action, form: form}
+	res, err := b.client.PostForm(action, form)
 	if err != nil {
-		return "", 0, err.Error()
+		out.body = err.Error()
+		return out
 	}
-	body = readAll(res)
+	out.status, out.body = res.StatusCode, readAll(res)
 	if loc, err := url.Parse(res.Header.Get("Location")); err == nil {
-		ltik = loc.Query().Get("ltik")
+		out.ltik = loc.Query().Get("ltik")
 	}
-	return ltik, res.StatusCode, body
+	return out
 }
