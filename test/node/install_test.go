@@ -55,6 +55,8 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 		Expect(cm.Data["Corefile"]).To(ContainSubstring("kubernetes cluster.local"))
 	})
 
+	bundleSpecs(func() (*lmsCA, *lmsServer) { return ca, lms })
+
 	It("installs with only publicUrl and the image: the Deployment becomes Available", func() {
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: helmNamespace}})).To(Succeed())
 		// The LMS's private CA, which the pods trust (SSL_CERT_FILE) to fetch its key set.
@@ -110,32 +112,19 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		apiKey = string(secret.Data["apiKey"])
 		Expect(len(apiKey)).To(BeNumerically(">=", 32))
-		id := registerPlatform(serviceURL, apiKey, lms)
-		Eventually(func() bool {
-			reg := &ltiv1.PlatformRegistration{}
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: id}, reg); err != nil {
-				return false
-			}
-			return meta.IsStatusConditionTrue(reg.Status.Conditions, "Ready")
-		}).Should(BeTrue(), "the controller in the pod judges the registration Ready")
+		smokeLaunch(ctx, ca, lms, helmNamespace, serviceURL, apiKey)
 
+		// The replays of the load below come from a new browser holding the cookies ltiop set
+		// at login: such a browser launches (the replays could succeed), and only once.
 		b := newBrowser(ca, publicURL, serviceURL, appURL)
-		var ltik string
-		Eventually(func() string {
-			got := b.launch(lms, "user=teacher-1")
-			ltik = got.ltik
-			if ltik == "" {
-				return fmt.Sprintf("%d %s", got.status, got.body)
-			}
-			return ""
-		}).Should(BeEmpty(), "the launch reaches the integrator's page with an ltik")
-
-		tok := apiCall(serviceURL, "GET", "/api/idtoken", "LTIK-AUTH-V2 "+apiKey+":"+ltik, nil)
-		Expect(tok.status).To(Equal(200), tok.raw)
-		Expect(tok.json).To(HaveKeyWithValue("ltiVersion", "1.3.0"))
-		Expect(tok.json["user"]).To(HaveKeyWithValue("id", "teacher-1"))
-		Expect(tok.json["platform"]).To(HaveKeyWithValue("id", id))
-		Expect(tok.json["platform"]).To(HaveKeyWithValue("url", lms.URL))
+		form := b.untilForm(lms, "user=teacher-2")
+		Expect(form.form).NotTo(BeNil(), form.body)
+		Expect(form.cookies).NotTo(BeEmpty(), "ltiop's login set its binding cookie")
+		first := b.replay(form)
+		Expect(first.ltik).NotTo(BeEmpty(), "%d %s", first.status, first.body)
+		again := b.replay(form)
+		Expect(again.ltik).To(BeEmpty(), "the same form and cookies a second time")
+		Expect(again.status).To(BeNumerically(">=", 400))
 	})
 
 	haSpecs(func() (*lmsCA, *lmsServer, string) { return ca, lms, serviceURL })
@@ -169,6 +158,38 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 		}
 	})
 })
+
+// smokeLaunch registers the LMS through the platforms API of the ltiop serving base (in
+// namespace), waits until the controller judges it Ready, launches, and reads the id token
+// with the ltik: the first launch of docs/install.md.
+func smokeLaunch(ctx context.Context, ca *lmsCA, lms *lmsServer, namespace, serviceURL, apiKey string) {
+	id := registerPlatform(serviceURL, apiKey, lms)
+	Eventually(func() bool {
+		reg := &ltiv1.PlatformRegistration{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: id}, reg); err != nil {
+			return false
+		}
+		return meta.IsStatusConditionTrue(reg.Status.Conditions, "Ready")
+	}).Should(BeTrue(), "the controller in the pod judges the registration Ready")
+
+	b := newBrowser(ca, publicURL, serviceURL, appURL)
+	var ltik string
+	Eventually(func() string {
+		got := b.launch(lms, "user=teacher-1")
+		ltik = got.ltik
+		if ltik == "" {
+			return fmt.Sprintf("%d %s", got.status, got.body)
+		}
+		return ""
+	}).Should(BeEmpty(), "the launch reaches the integrator's page with an ltik")
+
+	tok := apiCall(serviceURL, "GET", "/api/idtoken", "LTIK-AUTH-V2 "+apiKey+":"+ltik, nil)
+	Expect(tok.status).To(Equal(200), tok.raw)
+	Expect(tok.json).To(HaveKeyWithValue("ltiVersion", "1.3.0"))
+	Expect(tok.json["user"]).To(HaveKeyWithValue("id", "teacher-1"))
+	Expect(tok.json["platform"]).To(HaveKeyWithValue("id", id))
+	Expect(tok.json["platform"]).To(HaveKeyWithValue("url", lms.URL))
+}
 
 // installValues are the values of the first install: publicUrl and the image, and what the
 // simulated LMS needs (its address allowed, its CA trusted).

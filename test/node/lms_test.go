@@ -84,7 +84,16 @@ func startLMS(ca *lmsCA, clientID, publicURL string) *lmsServer {
 // browser is a user agent with a cookie jar that trusts the LMS's CA. Requests to ltiop's
 // public URL go to the Service's cluster IP (kube-proxy's rules on this host), so cookies,
 // origins and redirects behave as behind an ingress; it stops at the integrator's page.
-type browser struct{ client *http.Client }
+type browser struct {
+	client *http.Client
+	jar    http.CookieJar
+	// how it was made, for fresh
+	ca                               *lmsCA
+	publicURL, serviceURL, appPrefix string
+}
+
+// fresh is a new browser like b, with an empty cookie jar.
+func (b *browser) fresh() *browser { return newBrowser(b.ca, b.publicURL, b.serviceURL, b.appPrefix) }
 
 func newBrowser(ca *lmsCA, publicURL, serviceURL, appPrefix string) *browser {
 	jar, err := cookiejar.New(nil)
@@ -103,13 +112,14 @@ func newBrowser(ca *lmsCA, publicURL, serviceURL, appPrefix string) *browser {
 		}
 		return base.RoundTrip(r)
 	})
-	return &browser{client: &http.Client{Jar: jar, Transport: transport, Timeout: 20 * time.Second,
-		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-			if strings.HasPrefix(req.URL.String(), appPrefix) {
-				return http.ErrUseLastResponse
-			}
-			return nil
-		}}}
+	return &browser{jar: jar, ca: ca, publicURL: publicURL, serviceURL: serviceURL, appPrefix: appPrefix,
+		client: &http.Client{Jar: jar, Transport: transport, Timeout: 20 * time.Second,
+			CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+				if strings.HasPrefix(req.URL.String(), appPrefix) {
+					return http.ErrUseLastResponse
+				}
+				return nil
+			}}}
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
@@ -118,16 +128,29 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 
 // launchAttempt is what one launch came to.
 type launchAttempt struct {
-	ltik   string // the ltik of the redirect to the integrator's page; "" if none
-	status int    // ltiop's answer to the form post, or to the login; 0 when no answer
-	body   string
-	action string     // where the LMS's auto-submitting form posts (to replay it)
-	form   url.Values // the form
+	ltik    string // the ltik of the redirect to the integrator's page; "" if none
+	status  int    // ltiop's answer to the form post, or to the login; 0 when no answer
+	body    string
+	action  string         // where the LMS's auto-submitting form posts (to replay it)
+	form    url.Values     // the form
+	cookies []*http.Cookie // ltiop's cookies in the browser when it posted the form
 }
 
 // launch clicks the LMS's link, lets the LMS answer the authentication request with its
 // auto-submitting form, and submits it to ltiop.
 func (b *browser) launch(lms *lmsServer, query string) launchAttempt {
+	a := b.untilForm(lms, query)
+	if a.form == nil {
+		return a
+	}
+	got := b.post(a.action, a.form)
+	got.cookies = a.cookies
+	return got
+}
+
+// untilForm is launch up to the LMS's form, not posted: the form, where it posts, and the
+// cookies ltiop set at login (or the answer that ended the launch before).
+func (b *browser) untilForm(lms *lmsServer, query string) launchAttempt {
 	res, err := b.client.Get(lms.URL + lmssim.StartPath + "?" + query)
 	if err != nil {
 		return launchAttempt{body: err.Error()}
@@ -140,7 +163,22 @@ func (b *browser) launch(lms *lmsServer, query string) launchAttempt {
 	if !ok {
 		return launchAttempt{status: res.StatusCode, body: "no auto-submitting form: " + page}
 	}
-	return b.post(action, form)
+	to, err := url.Parse(action)
+	if err != nil {
+		return launchAttempt{status: res.StatusCode, body: "form action: " + err.Error()}
+	}
+	// The cookies the browser sends with the form post (they are scoped to ltiop's paths).
+	return launchAttempt{action: action, form: form, cookies: b.jar.Cookies(to)}
+}
+
+// replay posts a's form again from a new browser holding the cookies a's browser had when
+// it posted: the strongest replay, which only the replay store can refuse.
+func (b *browser) replay(a launchAttempt) launchAttempt {
+	r := b.fresh()
+	if to, err := url.Parse(a.action); err == nil {
+		r.jar.SetCookies(to, a.cookies)
+	}
+	return r.post(a.action, a.form)
 }
 
 // post submits a form to ltiop.

@@ -68,7 +68,8 @@ func refusalCode(a launchAttempt) string {
 }
 
 // load sends launches from workers simulated browsers, each launch followed at once by a
-// replay of its id_token form (which must be refused), until stop is called. Its count of
+// replay of its id_token form with the cookies it was sent with (which must be refused),
+// until stop is called. Its count of
 // launches is bounded: at most 10 per second per worker.
 type load struct {
 	report loadReport
@@ -92,7 +93,7 @@ func startLoad(scenario string, ca *lmsCA, lms *lmsServer, base string, workers 
 				a := b.launch(lms, fmt.Sprintf("user=student-%d-%d", w, i))
 				var replay launchAttempt
 				if a.ltik != "" {
-					replay = b.post(a.action, a.form)
+					replay = b.replay(a)
 				}
 				l.record(b, a, replay)
 				select {
@@ -156,11 +157,11 @@ func (l *load) stop() loadReport {
 	return l.report
 }
 
-// replayAll posts again the id_token forms of earlier successful launches, each with the
-// browser that made it, and returns how many ltiop accepted (it must accept none).
+// replayAll posts again the id_token forms of earlier successful launches, with the cookies
+// their browsers had, and returns how many ltiop accepted (it must accept none).
 func replayAll(launches []replayable) (tried, accepted int, failures []string) {
 	for _, r := range launches {
-		got := r.b.post(r.a.action, r.a.form)
+		got := r.b.replay(r.a)
 		tried++
 		if got.ltik != "" {
 			accepted++
