@@ -63,7 +63,7 @@ func run(args []string) error {
 		return err
 	}
 	if *ref == "" || *out == "" || *entrypoint == "" || fs.NArg() == 0 {
-		return errors.New("usage: ociimage -ref REF -out DIR -entrypoint PATH [flags] os/arch=BINARY...")
+		return errors.New("usage: ociimage -ref REF -out DIR -entrypoint PATH [flags] os/arch=BINARY [os/arch=BINARY]")
 	}
 	tag, err := name.NewTag(*ref)
 	if err != nil {
