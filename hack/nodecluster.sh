@@ -314,6 +314,11 @@ down() {
   for c in /sys/fs/cgroup/*/kubepods; do
     [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
+  # A pod's network namespace can outlive its deletion for a while (the kernel still holds
+  # it), and with it the host end of its veth: delete those still on the bridge.
+  for v in $(ip -o link show master "$bridge" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+    ip link del "$v" 2>/dev/null || true
+  done
   ip link del "$bridge" 2>/dev/null || true
   ip route del "$service_cidr" 2>/dev/null || true
   if [ -f "$state/iptables.saved" ]; then

@@ -14,6 +14,16 @@ make -s image IMAGE="$image" >/dev/null
 echo "test-node: image $image built ($((SECONDS - start)) s)"
 export LTIOP_NODE_DIR=${LTIOP_NODE_DIR:-$root/tmp/nodecluster}
 hack/nodecluster.sh down >/dev/null 2>&1 || true
+# What the machine looks like before: `down` must leave it so (links, routes, firewall, sysctls).
+machine() {
+  ip -br link | awk '{print $1}' | sort
+  ip route
+  iptables-save | grep -v '^[#:]' | grep -v '^COMMIT$' | grep -v '^\*' | sort
+  sysctl net.ipv4.ip_forward net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables \
+    vm.overcommit_memory kernel.panic kernel.panic_on_oops 2>/dev/null
+  ls -d /var/lib/kubelet /var/log/pods /var/log/containers /run/containerd /run/netns /var/lib/cni 2>/dev/null || true
+}
+before=$(machine)
 logs() {
   status=$?
   if [ $status -ne 0 ] && [ -d "$LTIOP_NODE_DIR/logs" ]; then
@@ -21,6 +31,11 @@ logs() {
     find "$LTIOP_NODE_DIR/pod-logs" -name '*.log' 2>/dev/null | while read -r f; do echo "--- tail of $f"; tail -n 30 "$f"; done
   fi
   hack/nodecluster.sh down
+  if [ "$(machine)" != "$before" ]; then
+    echo "test-node: hack/nodecluster.sh down left the machine changed:" >&2
+    diff <(echo "$before") <(machine) >&2 || true
+    status=1
+  fi
   exit $status
 }
 trap logs EXIT

@@ -151,7 +151,7 @@ func haSpecs(env func() (*lmsCA, *lmsServer, string)) {
 			// Launches that succeeded before the kill, replayed once Redis is back.
 			ca, lms, base := env()
 			for range 5 {
-				b := newBrowser(ca, publicURL, base, appURL)
+				b := newBrowser(ca, base, appURL)
 				a := b.launch(lms, "user=before-the-kill")
 				Expect(a.ltik).NotTo(BeEmpty(), a.body)
 				before = append(before, replayable{b, a})

@@ -116,7 +116,7 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 
 		// The replays of the load below come from a new browser holding the cookies ltiop set
 		// at login: such a browser launches (the replays could succeed), and only once.
-		b := newBrowser(ca, publicURL, serviceURL, appURL)
+		b := newBrowser(ca, serviceURL, appURL)
 		form := b.untilForm(lms, "user=teacher-2")
 		Expect(form.form).NotTo(BeNil(), form.body)
 		Expect(form.cookies).NotTo(BeEmpty(), "ltiop's login set its binding cookie")
@@ -172,7 +172,7 @@ func smokeLaunch(ctx context.Context, ca *lmsCA, lms *lmsServer, namespace, serv
 		return meta.IsStatusConditionTrue(reg.Status.Conditions, "Ready")
 	}).Should(BeTrue(), "the controller in the pod judges the registration Ready")
 
-	b := newBrowser(ca, publicURL, serviceURL, appURL)
+	b := newBrowser(ca, serviceURL, appURL)
 	var ltik string
 	Eventually(func() string {
 		got := b.launch(lms, "user=teacher-1")

@@ -68,16 +68,14 @@ type lmsServer struct {
 }
 
 func startLMS(ca *lmsCA, clientID, publicURL string) *lmsServer {
-	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
-	Expect(err).NotTo(HaveOccurred())
-	base := "https://" + ln.Addr().String()
-	sim, err := lmssim.New(base, clientID, "deployment-1")
-	Expect(err).NotTo(HaveOccurred())
-	sim.ToolLoginURL, sim.ToolRedirectURI = publicURL+"/lti/login", publicURL+"/lti/launch"
-	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.serverCert(nodeIP)}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	DeferCleanup(srv.Close)
+	var sim *lmssim.LMS
+	base := serveTLS(ca, func(base string) http.Handler {
+		var err error
+		sim, err = lmssim.New(base, clientID, "deployment-1")
+		Expect(err).NotTo(HaveOccurred())
+		sim.ToolLoginURL, sim.ToolRedirectURI = publicURL+"/lti/login", publicURL+"/lti/launch"
+		return sim.Handler()
+	})
 	return &lmsServer{LMS: sim, URL: base}
 }
 
@@ -88,32 +86,18 @@ type browser struct {
 	client *http.Client
 	jar    http.CookieJar
 	// how it was made, for fresh
-	ca                               *lmsCA
-	publicURL, serviceURL, appPrefix string
+	ca                    *lmsCA
+	serviceURL, appPrefix string
 }
 
 // fresh is a new browser like b, with an empty cookie jar.
-func (b *browser) fresh() *browser { return newBrowser(b.ca, b.publicURL, b.serviceURL, b.appPrefix) }
+func (b *browser) fresh() *browser { return newBrowser(b.ca, b.serviceURL, b.appPrefix) }
 
-func newBrowser(ca *lmsCA, publicURL, serviceURL, appPrefix string) *browser {
+func newBrowser(ca *lmsCA, serviceURL, appPrefix string) *browser {
 	jar, err := cookiejar.New(nil)
 	Expect(err).NotTo(HaveOccurred())
-	public, _ := url.Parse(publicURL)
-	service, _ := url.Parse(serviceURL)
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	// A new connection per request, as many browsers behind an ingress would spread: every
-	// request is balanced afresh by kube-proxy over the ready pods.
-	base := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, DisableKeepAlives: true}
-	transport := roundTripper(func(r *http.Request) (*http.Response, error) {
-		if r.URL.Host == public.Host {
-			r = r.Clone(r.Context())
-			r.URL.Scheme, r.URL.Host = service.Scheme, service.Host
-		}
-		return base.RoundTrip(r)
-	})
-	return &browser{jar: jar, ca: ca, publicURL: publicURL, serviceURL: serviceURL, appPrefix: appPrefix,
-		client: &http.Client{Jar: jar, Transport: transport, Timeout: 20 * time.Second,
+	return &browser{jar: jar, ca: ca, serviceURL: serviceURL, appPrefix: appPrefix,
+		client: &http.Client{Jar: jar, Transport: publicTransport(ca, serviceURL, false), Timeout: 20 * time.Second,
 			CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 				if strings.HasPrefix(req.URL.String(), appPrefix) {
 					return http.ErrUseLastResponse
@@ -194,4 +178,42 @@ func (b *browser) post(action string, form url.Values) launchAttempt {
 		out.ltik = loc.Query().Get("ltik")
 	}
 	return out
+}
+
+// serveTLS serves the handler made for its base URL over https on the node's bridge
+// address (the pods reach it there), with a certificate of the CA, until the suite ends,
+// and returns the base URL.
+func serveTLS(ca *lmsCA, handler func(base string) http.Handler) string {
+	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
+	Expect(err).NotTo(HaveOccurred())
+	base := "https://" + ln.Addr().String()
+	srv := &http.Server{Handler: handler(base), ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.serverCert(nodeIP)}, MinVersion: tls.VersionTLS12}}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	DeferCleanup(srv.Close)
+	return base
+}
+
+// publicTransport sends requests for ltiop's public URL to the Service at base (keeping the
+// public Host header, as an ingress would) and trusts the CA. Without keep-alives, every
+// request opens a new connection, which kube-proxy balances afresh over the ready pods.
+func publicTransport(ca *lmsCA, base string, keepAlives bool) http.RoundTripper {
+	public, _ := url.Parse(publicURL)
+	service, _ := url.Parse(base)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, DisableKeepAlives: !keepAlives}
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Host == public.Host {
+			r = r.Clone(r.Context())
+			r.URL.Scheme, r.URL.Host = service.Scheme, service.Host
+		}
+		return tr.RoundTrip(r)
+	})
+}
+
+// publicClient is a client of publicTransport that follows no redirect.
+func publicClient(ca *lmsCA, base string) *http.Client {
+	return &http.Client{Timeout: 20 * time.Second, Transport: publicTransport(ca, base, true),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

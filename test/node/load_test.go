@@ -89,7 +89,7 @@ func startLoad(scenario string, ca *lmsCA, lms *lmsServer, base string, workers 
 			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
 			for i := 0; ctx.Err() == nil; i++ {
-				b := newBrowser(ca, publicURL, base, appURL)
+				b := newBrowser(ca, base, appURL)
 				a := b.launch(lms, fmt.Sprintf("user=student-%d-%d", w, i))
 				var replay launchAttempt
 				if a.ltik != "" {

@@ -2,9 +2,6 @@ package node_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,7 +41,7 @@ func platformSpecs(env func() (*lmsCA, string, map[string]any)) {
 		data := datasim.New(key)
 		data.AddMembers("course-1", "Biology", datasim.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
 			datasim.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
-		dataURL := serveTLS(ca, data.Handler())
+		dataURL := serveTLS(ca, func(string) http.Handler { return data.Handler() })
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			secret, err := clientset.CoreV1().Secrets(helmNamespace).Get(ctx, release+"-api-key", metav1.GetOptions{})
 			if err != nil {
@@ -59,6 +56,9 @@ func platformSpecs(env func() (*lmsCA, string, map[string]any)) {
 		cfg["platformData"] = map[string]any{"url": dataURL + "/data"}
 		cfg["integratorAllowCidrs"] = []string{nodeIP + "/32"}
 		helm("upgrade", release, "charts/ltiop", "-n", helmNamespace, "-f", writeValues(values), "--wait", "--timeout", "5m")
+		// Until the pods of the previous configuration (no platformLaunchUrl) are gone, a
+		// request may still reach one and be refused with PLATFORM_MODE_NOT_CONFIGURED.
+		Eventually(func() int { return len(allPods(ctx, ltiopPods)) }).Should(Equal(3))
 
 		// The tool, over https on the bridge; it reaches ltiop's public URL through the Service.
 		httpClient := publicClient(ca, base)
@@ -68,7 +68,7 @@ func platformSpecs(env func() (*lmsCA, string, map[string]any)) {
 			PlatformJWKSURL:       publicURL + paths.PlatformJWKS,
 			HTTPClient:            httpClient})
 		Expect(err).NotTo(HaveOccurred())
-		toolURL := serveTLS(ca, tool.Handler())
+		toolURL := serveTLS(ca, func(string) http.Handler { return tool.Handler() })
 		reg := &ltiv1.ToolRegistration{
 			ObjectMeta: metav1.ObjectMeta{Namespace: helmNamespace, Name: "quiz-tool"},
 			Spec: ltiv1.ToolRegistrationSpec{
@@ -144,37 +144,6 @@ func platformSpecs(env func() (*lmsCA, string, map[string]any)) {
 			g.Expect(string(ans.Body)).To(ContainSubstring(`"user_id":"student-5"`))
 		}).Should(Succeed())
 	})
-}
-
-// serveTLS serves h over https on the node's bridge address (the pods reach it there) with
-// a certificate of the CA, until the suite ends, and returns its base URL.
-func serveTLS(ca *lmsCA, h http.Handler) string {
-	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
-	Expect(err).NotTo(HaveOccurred())
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.serverCert(nodeIP)}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	DeferCleanup(srv.Close)
-	return "https://" + ln.Addr().String()
-}
-
-// publicClient sends requests for ltiop's public URL to the Service at base, trusts the
-// CA, and follows no redirect.
-func publicClient(ca *lmsCA, base string) *http.Client {
-	public, _ := url.Parse(publicURL)
-	service, _ := url.Parse(base)
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
-	return &http.Client{Timeout: 20 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
-			if r.URL.Host == public.Host {
-				r = r.Clone(r.Context())
-				r.URL.Scheme, r.URL.Host = service.Scheme, service.Host // Host: stays the public one
-			}
-			return tr.RoundTrip(r)
-		})}
 }
 
 // apiKeyOf is the release's generated API key.
