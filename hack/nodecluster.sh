@@ -2,9 +2,9 @@
 # A real one-node Kubernetes cluster on this machine, built from the same sources as envtest:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy from
 # k8s.io/kubernetes (hack/build-binaries.sh node), containerd, runc and the CNI plugins from
-# Debian, CoreDNS from its Go module, and the pause image compiled from Kubernetes' source.
-# No image is pulled: every image the cluster runs is built here and imported into
-# containerd (IMAGES below, and any tarball given to `load`).
+# Debian, CoreDNS from its Go module, the pause image compiled from Kubernetes' source and a
+# Redis image of Debian's redis-server. No image is pulled: every image the cluster runs is
+# built here and imported into containerd (images() below, and any tarball given to `load`).
 #
 #   hack/nodecluster.sh up           start it (as root); prints the kubeconfig's path
 #   hack/nodecluster.sh load TAR...  import image tarballs (hack/ociimage -tar) into the node
@@ -16,7 +16,9 @@
 # the pods' network namespaces. The API server and the kubelet bind to the bridge address.
 # Before anything starts, the Service range is routed to the bridge (an address kube-proxy
 # has not yet programmed would otherwise follow the default route out), forwarding between
-# the bridge and any other interface is dropped, and CoreDNS has no upstream.
+# the bridge and any other interface is dropped, and CoreDNS has no upstream. The drop is in
+# the mangle table's FORWARD chain, which runs before the filter table's, where kube-proxy
+# prepends its own ACCEPT rules (for marked service traffic).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${LTIOP_NODE_DIR:-$root/tmp/nodecluster}
@@ -66,9 +68,11 @@ check() {
   local route
   route=$(ip route get 10.96.0.99 2>/dev/null || true)
   [[ $route == *" dev $bridge "* ]] || { log "the Service range is not routed to $bridge: $route"; return 1; }
-  iptables -C FORWARD -j "$guard" 2>/dev/null || { log "FORWARD does not jump to $guard"; return 1; }
-  iptables -C "$guard" -i "$bridge" ! -o "$bridge" -j DROP 2>/dev/null || { log "$guard does not drop $bridge → elsewhere"; return 1; }
-  iptables -C "$guard" ! -i "$bridge" -o "$bridge" -j DROP 2>/dev/null || { log "$guard does not drop elsewhere → $bridge"; return 1; }
+  local first
+  first=$(iptables -t mangle -S FORWARD 2>/dev/null | sed -n 2p)
+  [ "$first" = "-A FORWARD -j $guard" ] || { log "mangle FORWARD does not jump to $guard first: $first"; return 1; }
+  iptables -t mangle -C "$guard" -i "$bridge" ! -o "$bridge" -j DROP 2>/dev/null || { log "$guard does not drop $bridge → elsewhere"; return 1; }
+  iptables -t mangle -C "$guard" ! -i "$bridge" -o "$bridge" -j DROP 2>/dev/null || { log "$guard does not drop elsewhere → $bridge"; return 1; }
   if [ -f "$state/coredns.yaml" ] && grep -qw forward "$state/coredns.yaml"; then log "CoreDNS has an upstream"; return 1; fi
   return 0
 }
@@ -161,10 +165,10 @@ up() {
   ip addr add "$node_ip/24" dev "$bridge"
   ip link set "$bridge" up
   ip route add "$service_cidr" dev "$bridge"
-  iptables -N "$guard"
-  iptables -A "$guard" -i "$bridge" ! -o "$bridge" -j DROP
-  iptables -A "$guard" ! -i "$bridge" -o "$bridge" -j DROP
-  iptables -I FORWARD 1 -j "$guard"
+  iptables -t mangle -N "$guard"
+  iptables -t mangle -A "$guard" -i "$bridge" ! -o "$bridge" -j DROP
+  iptables -t mangle -A "$guard" ! -i "$bridge" -o "$bridge" -j DROP
+  iptables -t mangle -I FORWARD 1 -j "$guard"
   cp "$root/hack/nodecluster/coredns.yaml" "$state/coredns.yaml"
   check || die "the network guards are not in place: not starting"
 
