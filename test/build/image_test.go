@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,19 +23,10 @@ import (
 // buildImage runs `make image` into dir and returns the name@digest it printed.
 func buildImage(t *testing.T, dir string) string {
 	t.Helper()
-	cmd := exec.Command("make", "-s", "image", "IMAGE=ghcr.io/ltiop/ltiop:v9.8.7-test", "VERSION=v9.8.7-test",
-		"COMMIT=0123456789abcdef0123456789abcdef01234567")
-	cmd.Dir = testenv.Root()
-	cmd.Env = append(os.Environ(), "MAKEFLAGS=--no-print-directory", "IMAGE_DIR="+dir, "SOURCE_DATE_EPOCH=1700000000")
-	out, err := cmd.Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			t.Fatalf("make image: %v\n%s", err, exit.Stderr)
-		}
-		t.Fatalf("make image: %v", err)
-	}
-	return strings.TrimSpace(string(out))
+	t.Setenv("IMAGE_DIR", dir)
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	return strings.TrimSpace(run(t, "make", "-s", "image", "IMAGE=ghcr.io/ltiop/ltiop:v9.8.7-test", "VERSION=v9.8.7-test",
+		"COMMIT=0123456789abcdef0123456789abcdef01234567"))
 }
 
 // `make image` builds the image index without Docker, and the same sources build the same

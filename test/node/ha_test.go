@@ -15,10 +15,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// The Lease the replicas elect the controllers' leader with (app.LeaseName).
-const leaseName = "ltiop.lti.ltiop.dev"
+	"github.com/ltiop/ltiop/app"
+)
 
 const ltiopPods = "app.kubernetes.io/name=ltiop,app.kubernetes.io/component=manager"
 
@@ -38,12 +37,10 @@ func haSpecs(env func() (*lmsCA, *lmsServer, string)) {
 	runLoad := func(scenario string, during func()) loadReport {
 		ca, lms, base := env()
 		l := startLoad(scenario, ca, lms, base, 2)
-		Eventually(func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.report.ok }).Should(BeNumerically(">=", 5), func() string { return "launches succeed before the fault: " + l.snapshot() })
+		Eventually(l.succeeded).Should(BeNumerically(">=", 5), func() string { return "launches succeed before the fault: " + l.snapshot() })
 		during()
-		l.mu.Lock()
-		okBefore := l.report.ok
-		l.mu.Unlock()
-		Eventually(func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.report.ok - okBefore }).Should(BeNumerically(">=", 10), func() string { return "launches succeed after it: " + l.snapshot() })
+		okBefore := l.succeeded()
+		Eventually(l.succeeded).Should(BeNumerically(">=", okBefore+10), func() string { return "launches succeed after it: " + l.snapshot() })
 		return l.stop()
 	}
 
@@ -206,10 +203,8 @@ func haSpecs(env func() (*lmsCA, *lmsServer, string)) {
 
 // readyPods are the running, ready, not terminating pods of the release matching selector.
 func readyPods(ctx context.Context, selector string) []corev1.Pod {
-	list, err := clientset.CoreV1().Pods(helmNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	Expect(err).NotTo(HaveOccurred())
 	var ready []corev1.Pod
-	for _, p := range list.Items {
+	for _, p := range allPods(ctx, selector) {
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
@@ -247,7 +242,7 @@ func allPods(ctx context.Context, selector string) []corev1.Pod {
 
 // leaderPod is the pod holding the controllers' Lease ("" when none does).
 func leaderPod(ctx context.Context) string {
-	lease, err := clientset.CoordinationV1().Leases(helmNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+	lease, err := clientset.CoordinationV1().Leases(helmNamespace).Get(ctx, app.LeaseName, metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
 		return ""
 	}

@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 )
 
 const (
@@ -74,7 +74,8 @@ var _ = Describe("The chart on a one-node cluster", Ordered, func() {
 	})
 
 	It("runs the pod as 65532 with a read-only root filesystem, as the kernel sees it", func() {
-		pod := runningPod(ctx, helmNamespace, ltiopPods)
+		Eventually(func() int { return len(readyPods(ctx, ltiopPods)) }).Should(Equal(1))
+		pod := readyPods(ctx, ltiopPods)[0]
 		pid := containerPID(pod.Status.ContainerStatuses[0].ContainerID)
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		Expect(err).NotTo(HaveOccurred())
@@ -184,11 +185,12 @@ func smokeLaunch(ctx context.Context, ca *lmsCA, lms *lmsServer, namespace, serv
 	}).Should(BeEmpty(), "the launch reaches the integrator's page with an ltik")
 
 	tok := apiCall(serviceURL, "GET", "/api/idtoken", "LTIK-AUTH-V2 "+apiKey+":"+ltik, nil)
-	Expect(tok.status).To(Equal(200), tok.raw)
-	Expect(tok.json).To(HaveKeyWithValue("ltiVersion", "1.3.0"))
-	Expect(tok.json["user"]).To(HaveKeyWithValue("id", "teacher-1"))
-	Expect(tok.json["platform"]).To(HaveKeyWithValue("id", id))
-	Expect(tok.json["platform"]).To(HaveKeyWithValue("url", lms.URL))
+	Expect(tok.Status).To(Equal(200), tok.Body)
+	idToken := tok.JSON(GinkgoTB())
+	Expect(idToken).To(HaveKeyWithValue("ltiVersion", "1.3.0"))
+	Expect(idToken["user"]).To(HaveKeyWithValue("id", "teacher-1"))
+	Expect(idToken["platform"]).To(HaveKeyWithValue("id", id))
+	Expect(idToken["platform"]).To(HaveKeyWithValue("url", lms.URL))
 }
 
 // installValues are the values of the first install: publicUrl and the image, and what the
@@ -211,7 +213,7 @@ func installValues() map[string]any {
 func writeValues(values map[string]any) string {
 	b, err := yaml.Marshal(values)
 	Expect(err).NotTo(HaveOccurred())
-	file := filepath.Join(GinkgoT().TempDir(), "values.yaml")
+	file := filepath.Join(GinkgoTB().TempDir(), "values.yaml")
 	Expect(os.WriteFile(file, b, 0o600)).To(Succeed())
 	return file
 }
@@ -223,25 +225,6 @@ func deploymentAvailable(dep *appsv1.Deployment) bool {
 		}
 	}
 	return false
-}
-
-// runningPod waits for one running, ready pod matching selector and returns it.
-func runningPod(ctx context.Context, ns, selector string) corev1.Pod {
-	var found corev1.Pod
-	Eventually(func() bool {
-		pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false
-		}
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Ready {
-				found = p
-				return true
-			}
-		}
-		return false
-	}).Should(BeTrue(), "a running, ready pod %s in %s", selector, ns)
-	return found
 }
 
 // containerPID is the host PID of a container's first process, from containerd.
@@ -301,31 +284,11 @@ func readAll(res *http.Response) string {
 	return string(b)
 }
 
-type apiReply struct {
-	status int
-	raw    string
-	json   map[string]any
-}
-
-// apiCall calls ltiop's JSON API at base with an Authorization header.
-func apiCall(base, method, path, auth string, body any) apiReply {
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		Expect(err).NotTo(HaveOccurred())
-		r = strings.NewReader(string(b))
-	}
-	req, err := http.NewRequest(method, base+path, r)
-	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Authorization", auth)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
-	Expect(err).NotTo(HaveOccurred())
-	out := apiReply{status: res.StatusCode, raw: readAll(res)}
-	_ = json.Unmarshal([]byte(out.raw), &out.json)
-	return out
+// apiCall calls ltiop's JSON API at base with an Authorization header (testhttp's request
+// and reply, as the other suites).
+func apiCall(base, method, path, auth string, body any) testhttp.Reply {
+	return testhttp.Do(GinkgoTB(), &http.Client{Timeout: 20 * time.Second},
+		testhttp.NewRequest(GinkgoTB(), method, base+path, body, "Authorization", auth))
 }
 
 // registerPlatform registers the LMS through the platforms API and returns its id.
@@ -335,6 +298,6 @@ func registerPlatform(base, apiKey string, lms *lmsServer) string {
 		"authenticationEndpoint": lms.URL + lmssim.AuthPath, "accesstokenEndpoint": lms.URL + lmssim.TokenPath,
 		"authConfig": map[string]any{"method": "JWK_SET", "key": lms.URL + lmssim.JWKSPath},
 	})
-	ExpectWithOffset(1, res.status).To(Equal(201), res.raw)
-	return res.json["id"].(string)
+	ExpectWithOffset(1, res.Status).To(Equal(201), res.Body)
+	return res.JSON(GinkgoTB())["id"].(string)
 }

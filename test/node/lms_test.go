@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ltiop/ltiop/simulators/lmssim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 )
 
 // lmsCA is the CA of the simulated LMS's https certificate; the ltiop pods trust it through
@@ -214,6 +215,7 @@ func publicTransport(ca *lmsCA, base string, keepAlives bool) http.RoundTripper 
 
 // publicClient is a client of publicTransport that follows no redirect.
 func publicClient(ca *lmsCA, base string) *http.Client {
-	return &http.Client{Timeout: 20 * time.Second, Transport: publicTransport(ca, base, true),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := testhttp.NoRedirects(nil)
+	c.Transport = publicTransport(ca, base, true)
+	return c
 }

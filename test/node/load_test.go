@@ -2,15 +2,15 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 )
 
 // loadReport counts what the launches sent during one scenario came to.
@@ -44,27 +44,13 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// pageCode finds the error code on ltiop's HTML error page.
-var pageCode = regexp.MustCompile(`Error <code>([A-Z_]+)</code> \(HTTP (\d+)\)`)
-
-// refusalCode is the error code of a 503 in the JSON envelope or on the HTML error page, or
-// "" when the answer is not such a refusal.
+// refusalCode is the error code of a 503 answer (the JSON envelope or ltiop's HTML error
+// page), or "" when the answer is not such a refusal.
 func refusalCode(a launchAttempt) string {
 	if a.status != 503 {
 		return ""
 	}
-	var env struct {
-		Details struct {
-			Message string `json:"message"`
-		} `json:"details"`
-	}
-	if json.Unmarshal([]byte(a.body), &env) == nil && env.Details.Message != "" {
-		return env.Details.Message
-	}
-	if m := pageCode.FindStringSubmatch(a.body); m != nil {
-		return m[1]
-	}
-	return ""
+	return testhttp.RefusalCode(testhttp.Reply{Status: a.status, Body: a.body})
 }
 
 // load sends launches from workers simulated browsers, each launch followed at once by a
@@ -137,6 +123,13 @@ func (l *load) record(b *browser, a, replay launchAttempt) {
 		}
 		r.failedOther[fmt.Sprintf("%d %s", a.status, body)]++
 	}
+}
+
+// succeeded is the number of successful launches so far.
+func (l *load) succeeded() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.report.ok
 }
 
 // snapshot is the report so far.

@@ -21,6 +21,7 @@ import (
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/simulators/stdwebhook"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testhttp"
 )
 
 // The signing secret of the integrator's data API calls (a Standard Webhooks secret).
@@ -90,13 +91,13 @@ func platformSpecs(env func() (*lmsCA, string, map[string]any)) {
 
 		By("the integrator creating a launch, the browser going through the tool's login and ltiop's authorization")
 		apiKey := apiKeyOf(ctx)
-		var created apiReply
+		var created testhttp.Reply
 		Eventually(func() int { // every replica learns of the Ready tool through its informer
 			created = apiCall(base, "POST", "/api/launches", "Bearer "+apiKey, map[string]any{"toolId": reg.Name, "user": "student-5",
 				"resourceLink": map[string]string{"id": "rl-1"}})
-			return created.status
-		}).Should(Equal(201), func() string { return created.raw })
-		action, form, ok := lmssim.ParseAutoSubmit(created.json["form"].(string))
+			return created.Status
+		}).Should(Equal(201), func() string { return created.Body })
+		action, form, ok := lmssim.ParseAutoSubmit(created.JSON(GinkgoTB())["form"].(string))
 		Expect(ok).To(BeTrue())
 		res, err := httpClient.PostForm(action, form)
 		Expect(err).NotTo(HaveOccurred())
@@ -117,8 +118,8 @@ func platformSpecs(env func() (*lmsCA, string, map[string]any)) {
 			"context":  map[string]any{"id": "course-1"},
 			"services": map[string]any{"namesAndRoles": true},
 		})
-		Expect(answer.status).To(Equal(200), answer.raw)
-		action, form, ok = lmssim.ParseAutoSubmit(answer.json["form"].(string))
+		Expect(answer.Status).To(Equal(200), answer.Body)
+		action, form, ok = lmssim.ParseAutoSubmit(answer.JSON(GinkgoTB())["form"].(string))
 		Expect(ok).To(BeTrue())
 		res, err = httpClient.PostForm(action, form)
 		Expect(err).NotTo(HaveOccurred())

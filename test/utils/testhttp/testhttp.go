@@ -161,6 +161,19 @@ func WantRefusal(tb testing.TB, r Reply, status int, code string) string {
 	return WantError(tb, r, status, code)
 }
 
+// RefusalCode is the error code of r, read as WantRefusal reads it: from the HTML error
+// page or the error envelope; "" when r is neither (a success, or no answer of ltiop's).
+func RefusalCode(r Reply) string {
+	if m := pageCode.FindStringSubmatch(r.Body); m != nil {
+		return m[1]
+	}
+	var env envelope
+	if json.Unmarshal([]byte(r.Body), &env) == nil && env.Status == r.Status {
+		return env.Details.Message
+	}
+	return ""
+}
+
 // WantReason checks that r is the error envelope with status and code (see WantError)
 // and the more precise code reason in details.reason ("": none).
 func WantReason(tb testing.TB, r Reply, status int, code, reason string) {
