@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
@@ -111,9 +112,13 @@ var _ = Describe("Tool-key rotation", func() {
 		}
 
 		By("asking for a rotation: the next key is published by both replicas and signs nothing yet")
-		req := current()
-		req.Annotations = map[string]string{ltiv1.AnnotationRotateKey: "2026-11-29"}
-		Expect(k8s.Update(ctx, req)).To(Succeed())
+		// The replicas write the registration's status meanwhile (launch health): retry on
+		// conflict, as a person's kubectl annotate would.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			req := current()
+			req.Annotations = map[string]string{ltiv1.AnnotationRotateKey: "2026-11-29"}
+			return k8s.Update(ctx, req)
+		})).To(Succeed())
 		Eventually(func() *ltiv1.ToolKeyStatus { return current().Status.KeyRotation.Next }).ShouldNot(BeNil())
 		next := current().Status.KeyRotation.Next.KID
 		for _, r := range replicas {
