@@ -4,8 +4,10 @@
 // Webhooks signature and that the body's operation is the one of its path, keeps members,
 // line items and scores per context, and can be told to fail.
 //
-// Line items and scores are scoped by context as an integrator must scope them: a line
-// item of another context is 404.
+// Line items and scores are scoped as an integrator must scope them: by context, and each
+// line item belongs to one tool, the tool that created it or the one it was given to
+// (AddLineItem). A line item of another context or of another tool is 404; a tool's list
+// holds its own line items only.
 package datasim
 
 import (
@@ -40,8 +42,14 @@ type API struct {
 type course struct {
 	title     string
 	members   []Member
-	lineItems []LineItem
+	lineItems []ownedLineItem
 	scores    map[string][]Score // by line item id
+}
+
+// ownedLineItem is a line item and the tool (ToolRegistration name) it belongs to.
+type ownedLineItem struct {
+	LineItem
+	tool string
 }
 
 // New returns a data API that accepts calls signed with key (the decoded webhook secret).
@@ -67,15 +75,19 @@ func (a *API) AddMembers(contextID, title string, members ...Member) {
 	c.members = append(c.members, members...)
 }
 
-// AddLineItem adds a line item to a context and returns its id.
-func (a *API) AddLineItem(contextID string, li LineItem) string {
+// AddLineItem adds a line item of toolID (the ToolRegistration's name) to a context, as an
+// integrator does for the line item it names in that tool's launches, and returns its id.
+func (a *API) AddLineItem(contextID, toolID string, li LineItem) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.add(a.course(contextID), toolID, li).ID
+}
+
+func (a *API) add(c *course, toolID string, li LineItem) LineItem {
 	a.nextID++
 	li.ID = "li-" + strconv.Itoa(a.nextID)
-	c := a.course(contextID)
-	c.lineItems = append(c.lineItems, li)
-	return li.ID
+	c.lineItems = append(c.lineItems, ownedLineItem{LineItem: li, tool: toolID})
+	return li
 }
 
 // Scores returns the scores received for a line item of a context.
@@ -182,9 +194,9 @@ func (a *API) answer(req *Request) (int, any) {
 	if !ok {
 		return http.StatusNotFound, "no such context"
 	}
-	find := func() int {
+	find := func() int { // the tool's own line item only
 		for i := range c.lineItems {
-			if c.lineItems[i].ID == req.LineItemID {
+			if c.lineItems[i].ID == req.LineItemID && c.lineItems[i].tool == req.Tool.ID {
 				return i
 			}
 		}
@@ -203,37 +215,33 @@ func (a *API) answer(req *Request) (int, any) {
 	case OpLineItems:
 		var list []LineItem
 		for _, li := range c.lineItems {
-			if (req.ResourceLinkID == "" || li.ResourceLinkID == req.ResourceLinkID) && (req.ResourceID == "" || li.ResourceID == req.ResourceID) &&
+			if li.tool == req.Tool.ID && (req.ResourceLinkID == "" || li.ResourceLinkID == req.ResourceLinkID) && (req.ResourceID == "" || li.ResourceID == req.ResourceID) &&
 				(req.Tag == "" || li.Tag == req.Tag) {
-				list = append(list, li)
+				list = append(list, li.LineItem)
 			}
 		}
 		items, next := page(list, req.Cursor, req.Limit)
 		return http.StatusOK, LineItemsPage{LineItems: items, Next: next}
 	case OpCreateLineItem:
-		a.nextID++
-		li := *req.LineItem
-		li.ID = "li-" + strconv.Itoa(a.nextID)
-		c.lineItems = append(c.lineItems, li)
-		return http.StatusCreated, li
+		return http.StatusCreated, a.add(c, req.Tool.ID, *req.LineItem)
 	case OpGetLineItem, OpUpdateLineItem, OpDeleteLineItem:
 		i := find()
 		if i < 0 {
-			return http.StatusNotFound, "no such line item in this context"
+			return http.StatusNotFound, "no such line item of this tool in this context"
 		}
 		switch req.Operation {
 		case OpUpdateLineItem:
 			li := *req.LineItem
 			li.ID = req.LineItemID
-			c.lineItems[i] = li
+			c.lineItems[i].LineItem = li
 		case OpDeleteLineItem:
 			c.lineItems = slices.Delete(c.lineItems, i, i+1)
 			return http.StatusNoContent, nil
 		}
-		return http.StatusOK, c.lineItems[i]
+		return http.StatusOK, c.lineItems[i].LineItem
 	case OpScore:
 		if find() < 0 {
-			return http.StatusNotFound, "no such line item in this context"
+			return http.StatusNotFound, "no such line item of this tool in this context"
 		}
 		prev := c.scores[req.LineItemID]
 		for _, s := range prev { // AGS §3.4: an older timestamp does not replace a newer one
@@ -245,7 +253,7 @@ func (a *API) answer(req *Request) (int, any) {
 		return http.StatusNoContent, nil
 	case OpResults:
 		if find() < 0 {
-			return http.StatusNotFound, "no such line item in this context"
+			return http.StatusNotFound, "no such line item of this tool in this context"
 		}
 		latest := map[string]Score{}
 		var order []string

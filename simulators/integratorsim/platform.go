@@ -79,7 +79,7 @@ func StartPlatform(toolLn, appLn net.Listener, toolBase, base, ltiopURL, apiKey 
 		datasim.Member{UserID: demoUser, Name: "Sam Student", Roles: []string{roleLearner}},
 		datasim.Member{UserID: "student-2", Name: "Alex Learner", Roles: []string{roleLearner}},
 		datasim.Member{UserID: demoTeacher, Name: "Terry Teacher", Roles: []string{roleInstructor}})
-	p.LineItemID = p.Data.AddLineItem(demoCourseID, datasim.LineItem{Label: "Week 1 quiz", ScoreMaximum: 10, ResourceLinkID: "week-1-quiz"})
+	p.LineItemID = p.Data.AddLineItem(demoCourseID, ToolRegistrationName, datasim.LineItem{Label: "Week 1 quiz", ScoreMaximum: 10, ResourceLinkID: "week-1-quiz"})
 
 	toolMux := http.NewServeMux()
 	toolMux.Handle("/", p.toolSim)

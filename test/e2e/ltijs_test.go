@@ -60,7 +60,7 @@ var _ = Describe("ltijs, a real LTI tool, against platform mode", func() {
 		data.AddMembers("course-1", "Biology", datasim.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam Student"},
 			datasim.Member{UserID: "student-6", Roles: []string{"Learner"}, Name: "Alex Learner"},
 			datasim.Member{UserID: "teacher-1", Roles: []string{"Instructor"}, Name: "Terry Teacher"})
-		launchItem := data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
+		launchItem := data.AddLineItem("course-1", "ltijs", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
 		integrator := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		DeferCleanup(integrator.Close)
 		d := startReplica(ns, restCfg, func(c *config.Config) {

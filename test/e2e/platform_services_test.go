@@ -30,7 +30,6 @@ var _ = Describe("Platform mode services", func() {
 		DeferCleanup(dataSrv.Close)
 		data.AddMembers("course-1", "Biology", datasim.Member{UserID: "student-5", Roles: []string{"Learner"}, Name: "Sam"},
 			datasim.Member{UserID: "teacher-1", Roles: []string{"Instructor"}})
-		lineItem := data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
 		d := startPlatformInstance("ltiop-platform-services", func(c *config.Config) { c.PlatformData.URL = dataSrv.URL + "/data" })
 		setWebhookSecret(d.Namespace) // read by an informer: the first data call below waits for it
 
@@ -51,7 +50,8 @@ var _ = Describe("Platform mode services", func() {
 			toolID = t["id"].(string)
 		}).Should(Succeed())
 
-		By("launching it with the services ltiop serves")
+		By("launching it with the services ltiop serves, naming the line item the integrator made for it")
+		lineItem := data.AddLineItem("course-1", toolID, datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1"})
 		browser, toIntegrator := browserToIntegrator(d, map[string]any{"toolId": toolID, "user": "student-5",
 			"resourceLink": map[string]string{"id": "rl-1"}})
 		answer := callAt(d.Local, "POST", "/api/launches/idtoken", map[string]any{

@@ -227,6 +227,9 @@ func (p *Platform) Memberships(w http.ResponseWriter, r *http.Request) {
 func (p *Platform) LineItems(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
 	c, e := p.authorise(w, r, ltiwire.ScopesLineItemRead...)
+	if e == nil {
+		e = c.grant.checkLineItem("")
+	}
 	if e != nil {
 		p.serviceError(w, c, endpoint, e)
 		return
@@ -302,6 +305,9 @@ func readLineItem(r *http.Request) (*advantage.LineItem, *httpapi.Error) {
 func (p *Platform) CreateLineItem(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "lineitems"
 	c, e := p.authorise(w, r, ltiwire.ScopesLineItemEdit...)
+	if e == nil {
+		e = c.grant.checkLineItem("")
+	}
 	if e != nil {
 		p.serviceError(w, c, endpoint, e)
 		return
@@ -349,6 +355,10 @@ func (p *Platform) lineItemCall(w http.ResponseWriter, r *http.Request, endpoint
 	id := r.PathValue("lineItem")
 	if id == "" || len(id) > maxCursor {
 		p.serviceError(w, c, endpoint, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "No such line item."))
+		return nil, nil, false
+	}
+	if e := c.grant.checkLineItem(id); e != nil {
+		p.serviceError(w, c, endpoint, e)
 		return nil, nil, false
 	}
 	req := p.dataRequest(c, op)

@@ -47,7 +47,7 @@ func benchHarness(b *testing.B, answer cannedData) (http.Handler, string, string
 		r.Spec.Scopes = []v1alpha1.Scope{v1alpha1.ScopeNRPSMembership, v1alpha1.ScopeAGSLineItem, v1alpha1.ScopeAGSScore}
 	})
 	seedCourse(h, "course-1", 1)
-	li := h.data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz", ScoreMaximum: 10})
+	li := h.data.AddLineItem("course-1", h.reg.Name, datasim.LineItem{Label: "Quiz", ScoreMaximum: 10})
 	memberships, _, lineItem, _ := serviceURLs(b, h.servedLaunch("course-1", li))
 	tok := h.token(scopeNRPS, scopeScore)
 	h.platform.SetData(&platformdata.Client{Sender: &webhook.Sender{Client: &http.Client{Transport: answer}, Key: func() []byte { return h.dataKey }}})

@@ -145,7 +145,7 @@ func TestServicesEndToEnd(t *testing.T) {
 		r.Spec.Scopes = []v1alpha1.Scope{v1alpha1.ScopeNRPSMembership, v1alpha1.ScopeAGSLineItem, v1alpha1.ScopeAGSScore, v1alpha1.ScopeAGSResultRead}
 	})
 	seedCourse(h, "course-1", 5)
-	liID := h.data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1", Tag: "quiz"})
+	liID := h.data.AddLineItem("course-1", h.reg.Name, datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10, ResourceLinkID: "rl-1", Tag: "quiz"})
 	l := h.servedLaunch("course-1", liID)
 	memberships, lineItems, lineItem, agsScopes := serviceURLs(t, l)
 	root := h.ltiop.URL + servicesPathPrefix
@@ -325,8 +325,8 @@ func TestServiceRefusals(t *testing.T) {
 	})
 	seedCourse(h, "course-1", 3)
 	seedCourse(h, "course-2", 3)
-	li1 := h.data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10})
-	li2 := h.data.AddLineItem("course-2", datasim.LineItem{Label: "Quiz 2", ScoreMaximum: 10})
+	li1 := h.data.AddLineItem("course-1", h.reg.Name, datasim.LineItem{Label: "Quiz 1", ScoreMaximum: 10})
+	li2 := h.data.AddLineItem("course-2", h.reg.Name, datasim.LineItem{Label: "Quiz 2", ScoreMaximum: 10})
 	memberships, lineItems, lineItem, _ := serviceURLs(t, h.servedLaunch("course-1", li1))
 	tok := h.token(allScopes...)
 	goodScore := map[string]any{"userId": "u1", "scoreGiven": 1, "scoreMaximum": 2, "activityProgress": "Completed",
@@ -658,7 +658,7 @@ func decodeMiddle(t *testing.T, jwt string) string {
 func TestServicesGivenAtCreateLaunch(t *testing.T) {
 	h := newHarness(t, nil)
 	seedCourse(h, "course-1", 2)
-	li := h.data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz", ScoreMaximum: 10})
+	li := h.data.AddLineItem("course-1", h.reg.Name, datasim.LineItem{Label: "Quiz", ScoreMaximum: 10})
 	payload := h.launchToPayload(platformmode.CreateLaunchRequest{User: "learner-1", ResourceLink: &ltiplatform.ResourceLink{ID: "rl-1"},
 		Services: servedServices(li)})
 	d := launchData(payload)
@@ -689,7 +689,7 @@ func TestServicesGivenAtCreateLaunch(t *testing.T) {
 // without using the payload up.
 func TestSubmissionReviewLaunch(t *testing.T) {
 	h := newHarness(t, nil)
-	li := h.data.AddLineItem("course-1", datasim.LineItem{Label: "Essay", ScoreMaximum: 10})
+	li := h.data.AddLineItem("course-1", h.reg.Name, datasim.LineItem{Label: "Essay", ScoreMaximum: 10})
 	review := h.toolSrv.URL + "/launch?review=essay"
 	payload := h.launchToPayload(platformmode.CreateLaunchRequest{User: "teacher-1", MessageType: ltiplatform.MessageSubmissionReview,
 		TargetLinkURI: review, ResourceLink: &ltiplatform.ResourceLink{ID: "rl-1"}})
@@ -763,7 +763,7 @@ func TestDocsServicesCurlExamples(t *testing.T) {
 		t.Fatalf("the launch example: %s", out)
 	}
 
-	li := h.data.AddLineItem("course-7", datasim.LineItem{Label: "Quiz 3", ScoreMaximum: 10})
+	li := h.data.AddLineItem("course-7", h.reg.Name, datasim.LineItem{Label: "Quiz 3", ScoreMaximum: 10})
 	memberships, _, lineItem, _ := serviceURLs(t, h.servedLaunch("course-7", li))
 	assertion, err := h.tool.ClientAssertion(h.ltiop.URL + paths.PlatformToken)
 	if err != nil {

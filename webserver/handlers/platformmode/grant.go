@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/ltiop/ltiop/api/ltiwire"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
@@ -20,20 +22,54 @@ import (
 // (Moodle's grade sync runs long after the launch); each launch hands out fresh ones.
 const DefaultServiceGrantTTL = 90 * 24 * time.Hour
 
-// grant is what a service URL carries, sealed: the tool, its client id and deployment at
-// the launch, and the context the tool was launched into. A tool's access token opens the
-// services of its own grants only, so a launch into course 1 reaches nothing of course 2.
+// grant is what a service URL carries, sealed: the tool (its registration's name, UID and
+// client id), its deployment at the launch, the context the tool was launched into, and
+// what the launch offered. A tool's access token opens the services of its own grants
+// only, so a launch into course 1 reaches nothing of course 2, and a launch that offered
+// no roster reaches no roster.
 type grant struct {
 	ToolID       string `json:"t"`
+	ToolUID      string `json:"u"`
 	ClientID     string `json:"c"`
 	DeploymentID string `json:"d"`
 	ContextID    string `json:"x"`
+	// Offered is the set of scopes the launch offered (offerBits), kept short: the grant
+	// is in every service URL a tool stores.
+	Offered uint8 `json:"o"`
+	// LineItem is the only line item offered (lineItemOnly), empty when the tool may use
+	// the context's line items.
+	LineItem string `json:"l,omitempty"`
 }
 
-// serviceURLs seals the grant of a launch of t into contextID and returns the service
-// root URL (<publicUrl>/lti/platform/services/<grant>).
-func (p *Platform) serviceRoot(t *registry.Tool, contextID string) (string, error) {
-	b, err := json.Marshal(&grant{ToolID: t.ID, ClientID: t.ClientID, DeploymentID: t.DeploymentID, ContextID: contextID})
+// offerBits are the scopes a grant can offer, one bit each.
+var offerBits = [...]string{ltiwire.ScopeMembershipReadOnly, ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly,
+	ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore}
+
+func offerMask(scopes ...string) uint8 {
+	var m uint8
+	for i, s := range offerBits {
+		if slices.Contains(scopes, s) {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// offers reports whether the grant offered scope.
+func (g *grant) offers(scope string) bool {
+	i := slices.Index(offerBits[:], scope)
+	return i >= 0 && g.Offered&(1<<i) != 0
+}
+
+// serviceRoot seals the grant of a launch of t offering o and returns the service root
+// URL (<publicUrl>/lti/platform/services/<grant>).
+func (p *Platform) serviceRoot(t *registry.Tool, o ltiplatform.ServiceOffer) (string, error) {
+	g := grant{ToolID: t.ID, ToolUID: string(t.UID), ClientID: t.ClientID, DeploymentID: t.DeploymentID,
+		ContextID: o.ContextID, Offered: offerMask(o.AGSScopes...), LineItem: o.LineItemID}
+	if o.NamesAndRoles {
+		g.Offered |= offerMask(ltiwire.ScopeMembershipReadOnly)
+	}
+	b, err := json.Marshal(&g)
 	if err != nil {
 		return "", err
 	}
@@ -51,17 +87,18 @@ func (p *Platform) serviceRoot(t *registry.Tool, contextID string) (string, erro
 // lineItemURL is the URL of the integrator's line item id under a service root.
 func lineItemURL(root, id string) string { return root + "/lineitems/" + url.PathEscape(id) }
 
-// call is an authorised service request: the tool, its token's scopes, the grant.
+// call is an authorised service request: the tool, the grant, the grant's root URL.
 type call struct {
-	tool   *registry.Tool
-	scopes []string
-	grant  grant
-	root   string // the service root URL of the grant, for the ids and links of answers
+	tool  *registry.Tool
+	grant grant
+	root  string // the service root URL of the grant, for the ids and links of answers
 }
 
 // authorise checks a service request (P-NRPS-01..03, P-AGS-01..03): a Bearer access token
-// ltiop issued to an active tool and not expired, a grant sealed by ltiop for that same
-// tool, client and deployment, and one of the scopes the operation accepts.
+// ltiop issued to this registration of an active tool (its UID: a tool deleted and made
+// again under the same names is another) and not expired; a grant sealed by ltiop for that
+// same registration, client and deployment; and one of the scopes the operation accepts,
+// held at once by the token, by the registration now, and by what the launch offered.
 func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...string) (*call, *httpapi.Error) {
 	auth := r.Header.Get("Authorization")
 	scheme, token, _ := strings.Cut(auth, " ")
@@ -84,10 +121,7 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 	if !now.Before(time.Unix(c.ExpiresAt, 0)) {
 		return nil, invalidToken(ltiplatform.CodeAccessTokenExpired, "The access token has expired: get a new one from the token endpoint.")
 	}
-	t := p.tools.Get(c.ToolID)
-	if t != nil && t.ClientID != c.ClientID {
-		t = nil // a token of an earlier registration of that name: not this one's
-	}
+	t := p.tokenTool(c)
 	// From here the tool is known (the token is ltiop's): its registration learns of a refusal.
 	refuse := func(e *httpapi.Error) (*call, *httpapi.Error) {
 		p.refused(t, launchhealth.StepService, e)
@@ -102,24 +136,75 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 	switch {
 	case errors.Is(err, sessions.ErrExpired):
 		return refuse(httpapi.Errorf(http.StatusNotFound, ltiplatform.CodeGrantExpired, "This service URL has expired: a new launch gives the tool current ones."))
-	case err != nil || json.Unmarshal(b, &g) != nil || g.ContextID == "":
+	case err != nil || json.Unmarshal(b, &g) != nil || g.ContextID == "" || g.ToolUID == "":
 		return refuse(httpapi.Errorf(http.StatusNotFound, ltiplatform.CodeInvalidGrant, "This is not a service URL of this platform."))
 	}
-	if g.ToolID != t.ID || g.ClientID != t.ClientID {
-		return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeGrantOtherTool, "This service URL was given to another tool."))
+	if g.ToolID != t.ID || g.ClientID != t.ClientID || g.ToolUID != string(t.UID) {
+		return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeGrantOtherTool, "This service URL was given to another tool, or to an earlier registration of this one."))
 	}
 	if g.DeploymentID != t.DeploymentID || c.DeploymentID != t.DeploymentID {
 		return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeDeploymentMismatch, "This service URL or access token is of another deployment of the tool than the one in force."))
 	}
-	scopes := strings.Fields(c.Scope)
+	held := strings.Fields(c.Scope)
+	var inToken, inRegistration bool
 	for _, s := range accept {
-		for _, held := range scopes {
-			if held == s {
-				return &call{tool: t, scopes: scopes, grant: g,
-					root: p.opts.PublicURL + strings.Replace(paths.PlatformServices, "{grant}", sealed, 1)}, nil
-			}
+		if !slices.Contains(held, s) {
+			continue
+		}
+		inToken = true
+		if !slices.Contains(t.Scopes(), s) { // removed from the registration since the token
+			continue
+		}
+		inRegistration = true
+		if g.offers(s) {
+			return &call{tool: t, grant: g, root: p.opts.PublicURL + strings.Replace(paths.PlatformServices, "{grant}", sealed, 1)}, nil
 		}
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop", error="insufficient_scope", scope="`+strings.Join(accept, " ")+`"`)
-	return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeInsufficientScope, "The access token lacks the scope this operation needs: "+strings.Join(accept, " or ")+"."))
+	want := strings.Join(accept, " or ")
+	switch {
+	case !inToken:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop", error="insufficient_scope", scope="`+strings.Join(accept, " ")+`"`)
+		return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeInsufficientScope, "The access token lacks the scope this operation needs: "+want+"."))
+	case !inRegistration:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ltiop", error="insufficient_scope", scope="`+strings.Join(accept, " ")+`"`)
+		return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeInsufficientScope, "The tool's registration no longer holds the scope this operation needs: "+want+"."))
+	}
+	return refuse(httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeServiceNotOffered,
+		"The launch that gave this service URL did not offer this operation (it needs "+want+"): the platform chooses what each launch offers."))
+}
+
+// tokenTool is the registration an access token was issued to: nil when the tool is gone,
+// or was made again under the same name (another UID or client id).
+func (p *Platform) tokenTool(c *accessTokenClaims) *registry.Tool {
+	t := p.tools.Get(c.ToolID)
+	if t == nil || t.ClientID != c.ClientID || string(t.UID) != c.ToolUID {
+		return nil
+	}
+	return t
+}
+
+// currentScopes is the scope of the access token c that the registration t still holds.
+func currentScopes(c *accessTokenClaims, t *registry.Tool) string {
+	held := strings.Fields(c.Scope)
+	kept := held[:0]
+	for _, s := range held {
+		if slices.Contains(t.Scopes(), s) {
+			kept = append(kept, s)
+		}
+	}
+	return strings.Join(kept, " ")
+}
+
+// checkLineItem refuses a line item the grant does not offer: when the launch offered one
+// line item only (lineItemOnly), every other one, and the container (id "").
+func (g *grant) checkLineItem(id string) *httpapi.Error {
+	if g.LineItem == "" || id == g.LineItem {
+		return nil
+	}
+	if id == "" {
+		return httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeLineItemNotOffered,
+			"The launch that gave this service URL offered one line item only (its lineitem URL), not the line items of the context.")
+	}
+	return httpapi.Errorf(http.StatusForbidden, ltiplatform.CodeLineItemNotOffered,
+		"The launch that gave this service URL offered another line item only (its lineitem URL).")
 }

@@ -215,7 +215,7 @@ func (p *Platform) answer(ctx context.Context, d *ltiplatform.LaunchData) (*IDTo
 		AllowHTTP: p.opts.DevMode || t.Spec.DevMode, ToolCustom: t.Spec.Custom,
 	}
 	if p.servesData(t) {
-		mp.ServiceRoot = func(contextID string) (string, error) { return p.serviceRoot(t, contextID) }
+		mp.ServiceRoot = func(o ltiplatform.ServiceOffer) (string, error) { return p.serviceRoot(t, o) }
 	}
 	if l.MessageType == ltiplatform.MessageDeepLinking && d.DeepLinking != nil {
 		ret := deepLinkReturn{

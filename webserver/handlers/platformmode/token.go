@@ -18,15 +18,18 @@ import (
 // shape). The integrator's NRPS and AGS endpoints verify them offline with the platform
 // JWKS, or through POST /api/tokens/introspect.
 type accessTokenClaims struct {
-	Issuer       string `json:"iss"`
-	Audience     string `json:"aud"`
-	Subject      string `json:"sub"`
-	ClientID     string `json:"client_id"`
-	Scope        string `json:"scope"`
-	IssuedAt     int64  `json:"iat"`
-	ExpiresAt    int64  `json:"exp"`
-	ID           string `json:"jti"`
-	ToolID       string `json:"tool_id"`
+	Issuer    string `json:"iss"`
+	Audience  string `json:"aud"`
+	Subject   string `json:"sub"`
+	ClientID  string `json:"client_id"`
+	Scope     string `json:"scope"`
+	IssuedAt  int64  `json:"iat"`
+	ExpiresAt int64  `json:"exp"`
+	ID        string `json:"jti"`
+	ToolID    string `json:"tool_id"`
+	// ToolUID binds the token to this registration of the tool: one deleted and made
+	// again under the same names does not accept it.
+	ToolUID      string `json:"tool_uid"`
 	DeploymentID string `json:"https://purl.imsglobal.org/spec/lti/claim/deployment_id"`
 }
 
@@ -102,7 +105,7 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 	tok, he := p.sign(now, ltiwire.TypeAccessToken, &accessTokenClaims{
 		Issuer: p.opts.Issuer, Audience: p.opts.Issuer, Subject: t.ClientID, ClientID: t.ClientID, Scope: scope,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(AccessTokenTTL).Unix(), ID: httpapi.RandomToken(16),
-		ToolID: t.ID, DeploymentID: t.DeploymentID,
+		ToolID: t.ID, ToolUID: string(t.UID), DeploymentID: t.DeploymentID,
 	})
 	if he != nil {
 		he.OAuth = ltiplatform.OAuthTemporarilyUnavailable // p.sign made he for this request
@@ -186,11 +189,12 @@ func (p *Platform) introspect(token string) Introspection {
 	if err != nil || json.Unmarshal(raw, &c) != nil || c.Issuer != p.opts.Issuer || !p.now().Before(time.Unix(c.ExpiresAt, 0)) {
 		return Introspection{}
 	}
-	if t := p.tools.Get(c.ToolID); !t.Usable() || t.ClientID != c.ClientID {
+	t := p.tokenTool(&c)
+	if !t.Usable() {
 		return Introspection{}
 	}
 	return Introspection{
-		Active: true, Scope: c.Scope, ClientID: c.ClientID, Subject: c.Subject, Issuer: c.Issuer, Audience: c.Audience,
+		Active: true, Scope: currentScopes(&c, t), ClientID: c.ClientID, Subject: c.Subject, Issuer: c.Issuer, Audience: c.Audience,
 		IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt, ID: c.ID, TokenType: "Bearer", ToolID: c.ToolID, DeploymentID: c.DeploymentID,
 	}
 }

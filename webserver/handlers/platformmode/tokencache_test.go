@@ -15,7 +15,7 @@ import (
 func TestVerifiedAccessTokens(t *testing.T) {
 	h := newHarness(t, nil)
 	seedCourse(h, "course-1", 3)
-	li := h.data.AddLineItem("course-1", datasim.LineItem{Label: "Quiz", ScoreMaximum: 10})
+	li := h.data.AddLineItem("course-1", h.reg.Name, datasim.LineItem{Label: "Quiz", ScoreMaximum: 10})
 	memberships, _, _, _ := serviceURLs(t, h.servedLaunch("course-1", li))
 	tok := h.token(scopeNRPS)
 	for range 3 {

@@ -131,9 +131,12 @@ func (n NamesAndRoles) MarshalJSON() ([]byte, error) {
 // URLs (or given as the JSON value true), ltiop's, with lineItemId the integrator's id of
 // the link's line item.
 type AssignmentAndGrades struct {
-	LineItemsURL string   `json:"lineItemsUrl,omitempty"`
-	LineItemURL  string   `json:"lineItemUrl,omitempty"`
-	LineItemID   string   `json:"lineItemId,omitempty"`
+	LineItemsURL string `json:"lineItemsUrl,omitempty"`
+	LineItemURL  string `json:"lineItemUrl,omitempty"`
+	LineItemID   string `json:"lineItemId,omitempty"`
+	// LineItemOnly offers the tool lineItemId's line item alone: the claim has no
+	// lineitems URL, and ltiop refuses the tool every other line item of the context.
+	LineItemOnly bool     `json:"lineItemOnly,omitempty"`
 	Scopes       []string `json:"scopes,omitempty"`
 	// Served says ltiop serves the line items from the platform data API.
 	Served bool `json:"-"`
@@ -211,11 +214,10 @@ type MintParams struct {
 	// ToolCustom are the tool's own custom parameters (ToolRegistration spec.custom),
 	// merged under the launch's.
 	ToolCustom map[string]string
-	// ServiceRoot seals the service grant of the launch into contextID and returns the root
-	// URL of ltiop's NRPS and AGS services for it; nil when ltiop serves no platform data
+	// ServiceRoot seals the service grant of the launch (what it offers, in its context) and
+	// returns the root URL of ltiop's NRPS and AGS services for it; nil when ltiop serves no platform data
 	// (no platformDataUrl), and then served claims are refused.
-	ServiceRoot func(contextID string) (string, error)
-	root        string // the sealed root, once made
+	ServiceRoot func(ServiceOffer) (string, error)
 }
 
 // scopeAGS starts every AGS scope (ltiwire names the four ltiop serves).
@@ -560,91 +562,127 @@ func (p *MintParams) platform(c *idTokenClaims, pl *PlatformInfo) *apierr.Error 
 }
 
 // services adds the NRPS and AGS claims for the scopes the tool holds: a claim for a
-// service the tool can get no token for would only mislead it.
+// service the tool can get no token for would only mislead it. What the claims of ltiop's
+// own services offer is sealed once into the launch's grant (ServiceOffer), so the tool can
+// use no more of them than this launch offered, whatever its access token holds.
 func (p *MintParams) services(c *idTokenClaims, s *Services) *apierr.Error {
 	if s == nil {
 		return nil
 	}
+	var offer ServiceOffer
 	if n := s.NamesAndRoles; n != nil {
-		if n.Served {
-			root, e := p.serviceRoot(c, "services.namesAndRoles")
-			if e != nil {
+		allowed := slices.Contains(p.AllowedScopes, ltiwire.ScopeMembershipReadOnly)
+		switch {
+		case n.Served:
+			if e := p.canServe(c, "services.namesAndRoles"); e != nil {
 				return e
 			}
-			n = &NamesAndRoles{ContextMembershipsURL: root + "/memberships"}
-		} else if n.off {
-			n = nil
-		} else if !p.okURL(n.ContextMembershipsURL) {
+			offer.NamesAndRoles = allowed
+		case n.off:
+		case !p.okURL(n.ContextMembershipsURL):
 			return fieldError("services.namesAndRoles.contextMembershipsUrl", "must be an absolute https URL")
-		}
-		if n != nil && slices.Contains(p.AllowedScopes, ltiwire.ScopeMembershipReadOnly) {
+		case allowed:
 			c.NRPS = &nrpsClaim{ContextMembershipsURL: n.ContextMembershipsURL, ServiceVersions: []string{"2.0"}}
 		}
 	}
-	if a := s.AssignmentAndGrades; a != nil && !a.off {
+	a := s.AssignmentAndGrades
+	if a != nil && a.off {
+		a = nil
+	}
+	var agsScopes []string
+	if a != nil {
 		if a.Served {
-			root, e := p.serviceRoot(c, "services.assignmentAndGrades")
-			if e != nil {
+			if e := p.canServe(c, "services.assignmentAndGrades"); e != nil {
 				return e
 			}
 			if !validText(a.LineItemID, MaxIdentifier) {
 				return fieldError("services.assignmentAndGrades.lineItemId", "must be at most %d characters of text", MaxIdentifier)
 			}
-			served := *a
-			served.LineItemsURL = root + "/lineitems"
-			if a.LineItemID != "" {
-				served.LineItemURL = served.LineItemsURL + "/" + url.PathEscape(a.LineItemID)
+			if a.LineItemOnly && a.LineItemID == "" {
+				return fieldError("services.assignmentAndGrades.lineItemOnly", "needs lineItemId: the one line item the tool may use")
 			}
-			a = &served
-		} else if a.LineItemID != "" {
-			return fieldError("services.assignmentAndGrades.lineItemId", "is for line items ltiop serves: give it without lineItemsUrl and lineItemUrl")
-		}
-		if a.LineItemsURL == "" && a.LineItemURL == "" {
-			return fieldError("services.assignmentAndGrades.lineItemsUrl", "lineItemsUrl or lineItemUrl is required")
-		}
-		if a.LineItemsURL != "" && !p.okURL(a.LineItemsURL) {
-			return fieldError("services.assignmentAndGrades.lineItemsUrl", "must be an absolute https URL")
-		}
-		if a.LineItemURL != "" && !p.okURL(a.LineItemURL) {
-			return fieldError("services.assignmentAndGrades.lineItemUrl", "must be an absolute https URL")
+		} else {
+			switch {
+			case a.LineItemID != "":
+				return fieldError("services.assignmentAndGrades.lineItemId", "is for line items ltiop serves: give it without lineItemsUrl and lineItemUrl")
+			case a.LineItemOnly:
+				return fieldError("services.assignmentAndGrades.lineItemOnly", "is for line items ltiop serves: with your own URLs, give lineItemUrl alone")
+			case a.LineItemsURL != "" && !p.okURL(a.LineItemsURL):
+				return fieldError("services.assignmentAndGrades.lineItemsUrl", "must be an absolute https URL")
+			case a.LineItemURL != "" && !p.okURL(a.LineItemURL):
+				return fieldError("services.assignmentAndGrades.lineItemUrl", "must be an absolute https URL")
+			}
 		}
 		requested := a.Scopes
 		if len(requested) == 0 {
 			requested = []string{ltiwire.ScopeLineItem, ltiwire.ScopeLineItemReadOnly, ltiwire.ScopeResultReadOnly, ltiwire.ScopeScore}
 		}
-		var granted []string
 		for i, sc := range requested {
 			if len(sc) <= len(scopeAGS) || sc[:len(scopeAGS)] != scopeAGS {
 				return fieldError(fmt.Sprintf("services.assignmentAndGrades.scopes[%d]", i), "%q is not an AGS scope", sc)
 			}
-			if slices.Contains(p.AllowedScopes, sc) {
-				granted = append(granted, sc)
+			if slices.Contains(p.AllowedScopes, sc) && !slices.Contains(agsScopes, sc) {
+				agsScopes = append(agsScopes, sc)
 			}
 		}
-		if len(granted) > 0 {
-			c.AGS = &agsClaim{Scope: granted, LineItems: a.LineItemsURL, LineItem: a.LineItemURL}
+		if !a.Served && len(agsScopes) > 0 {
+			c.AGS = &agsClaim{Scope: agsScopes, LineItems: a.LineItemsURL, LineItem: a.LineItemURL}
+		}
+		if a.Served {
+			offer.AGSScopes = agsScopes
+			if a.LineItemOnly {
+				offer.LineItemID = a.LineItemID
+			}
+		}
+	}
+	if !offer.NamesAndRoles && len(offer.AGSScopes) == 0 {
+		return nil
+	}
+	offer.ContextID = c.Context.ID
+	root, err := p.ServiceRoot(offer)
+	if err != nil {
+		return &apierr.Error{Status: 503, Code: "NOT_READY", Description: "The sealing keys are not loaded yet."}
+	}
+	if offer.NamesAndRoles {
+		c.NRPS = &nrpsClaim{ContextMembershipsURL: root + "/memberships", ServiceVersions: []string{"2.0"}}
+	}
+	if len(offer.AGSScopes) > 0 {
+		c.AGS = &agsClaim{Scope: offer.AGSScopes}
+		if !a.LineItemOnly {
+			c.AGS.LineItems = root + "/lineitems"
+		}
+		if a.LineItemID != "" {
+			c.AGS.LineItem = root + "/lineitems/" + url.PathEscape(a.LineItemID)
 		}
 	}
 	return nil
 }
 
-// serviceRoot returns the root URL of ltiop's services for the launch's context (one
-// grant per launch, sealed once however many claims use it).
-func (p *MintParams) serviceRoot(c *idTokenClaims, field string) (string, *apierr.Error) {
+// ServiceOffer is what a launch offers of the services ltiop serves, sealed into the
+// launch's service grant: the services answer the tool no more than this, whatever its
+// access token holds.
+type ServiceOffer struct {
+	// ContextID is the context of the launch, the only one the services touch.
+	ContextID string
+	// NamesAndRoles says the roster was offered (the NRPS claim was sent).
+	NamesAndRoles bool
+	// AGSScopes are the AGS scopes of the claim sent (none: no AGS claim).
+	AGSScopes []string
+	// LineItemID, when set, is the only line item offered (lineItemOnly: the claim has a
+	// lineitem URL and no lineitems URL).
+	LineItemID string
+}
+
+// canServe checks that ltiop can serve the service of field for this launch: a platform
+// data API, and a context to bind the services to.
+func (p *MintParams) canServe(c *idTokenClaims, field string) *apierr.Error {
 	if p.ServiceRoot == nil {
-		return "", fieldError(field, "ltiop serves it only with a platform data API (platformDataUrl, or the tool's spec.platformDataUrl)")
+		return fieldError(field, "ltiop serves it only with a platform data API (platformDataUrl, or the tool's spec.platformDataUrl)")
 	}
 	if c.Context == nil {
-		return "", fieldError("context.id", "is required when ltiop serves %s: the services are bound to the context", field)
+		return fieldError("context.id", "is required when ltiop serves %s: the services are bound to the context", field)
 	}
-	if p.root == "" {
-		root, err := p.ServiceRoot(c.Context.ID)
-		if err != nil {
-			return "", &apierr.Error{Status: 503, Code: "NOT_READY", Description: "The sealing keys are not loaded yet."}
-		}
-		p.root = root
-	}
-	return p.root, nil
+	return nil
 }
 
 // okURL reports whether s is an absolute https URL (or http when allowed).

@@ -9,6 +9,8 @@ const (
 	CodeInvalidAccessToken = "INVALID_ACCESS_TOKEN"    // 401: not an access token this platform issued
 	CodeAccessTokenExpired = "ACCESS_TOKEN_EXPIRED"    // 401
 	CodeInsufficientScope  = "INSUFFICIENT_SCOPE"      // 403: the token lacks the operation's scope
+	CodeServiceNotOffered  = "SERVICE_NOT_OFFERED"     // 403: the launch of the service URL did not offer it
+	CodeLineItemNotOffered = "LINE_ITEM_NOT_OFFERED"   // 403: the launch offered one other line item only
 	CodeInvalidScore       = "INVALID_SCORE"           // 400 P-AGS-07
 	CodeInvalidLineItem    = "INVALID_LINE_ITEM"       // 400 P-AGS-03..06
 )
