@@ -76,8 +76,14 @@ lint-chart: ## Run helm lint on the chart (Helm is a go tool: nothing to downloa
 lint-workflows: ## Check .github/workflows with actionlint (a go tool: nothing to download).
 	go tool -modfile=hack/tools/actionlint/go.mod actionlint
 
+# Redocly CLI (npm, pinned by hack/openapilint/package-lock.json, installed there by the script)
+# lints the OpenAPI document: 0 errors, and each warning left justified in its ignore file.
+.PHONY: lint-openapi
+lint-openapi: ## Lint webserver/openapi.json with Redocly CLI (needs node and npm).
+	hack/openapilint/lint.sh
+
 .PHONY: test
-test: verify-generated verify-fmt vet lint lint-chart lint-workflows envtest ## Check generated files, vet, lint, and run every test (Ginkgo + envtest).
+test: verify-generated verify-fmt vet lint lint-chart lint-workflows lint-openapi envtest ## Check generated files, vet, lint, and run every test (Ginkgo + envtest).
 	KUBEBUILDER_ASSETS="$$(hack/build-binaries.sh)" go test -race -count=1 ./... $(TEST_ARGS)
 
 .PHONY: test-node
