@@ -236,16 +236,36 @@ type Assertion struct {
 // future, nbf (if any) and iat not in the future, exp - iat at most
 // MaxAssertionLifetime, and a jti of at most MaxReplayIDLength bytes. now is the
 // verification time (zero: time.Now()); skew the leeway on exp, nbf and iat
-// (negative: none).
+// (negative: none). It is VerifyAssertionSignature, then SignedAssertion.Check.
 //
 // Every failure is invalid_client (401), except 503 temporarily_unavailable when
 // key fails with anything but lti.ErrUnknownKey, and 500 server_error when clientID,
 // audiences or key is unusable. Replay of the jti (P-TOK-07) is the caller's.
 func VerifyClientAssertion(ctx context.Context, assertion, clientID string, audiences []string, key lti.KeyFunc,
 	now time.Time, skew time.Duration) (*Assertion, *apierr.Error) {
-	if clientID == "" || key == nil || !slices.ContainsFunc(audiences, func(a string) bool { return a != "" }) {
-		return nil, newError(500, CodePlatformMisconfigured, OAuthServerError, "",
-			"The token endpoint has no client, audience or tool keys to verify the client assertion with.")
+	if !usableAudiences(audiences) {
+		return nil, errNoVerifier()
+	}
+	s, e := VerifyAssertionSignature(ctx, assertion, clientID, key)
+	if e != nil {
+		return nil, e
+	}
+	return s.Check(audiences, now, skew)
+}
+
+// SignedAssertion is a client assertion whose signature verified with the key of the
+// tool it names: its claims are the tool's, not yet checked (Check). A refusal before
+// one exists answers a request anyone could have sent.
+type SignedAssertion struct {
+	t        *toolJWT
+	clientID string
+}
+
+// VerifyAssertionSignature is the first half of VerifyClientAssertion: the structure
+// (P-TOK-03), alg RS256 and the signature by the tool's key (P-TOK-08).
+func VerifyAssertionSignature(ctx context.Context, assertion, clientID string, key lti.KeyFunc) (*SignedAssertion, *apierr.Error) {
+	if clientID == "" || key == nil {
+		return nil, errNoVerifier()
 	}
 	k := &toolJWTAssertion
 	t, e := toolJWTSplit(assertion, k)
@@ -255,7 +275,25 @@ func VerifyClientAssertion(ctx context.Context, assertion, clientID string, audi
 	if e := toolJWTVerify(ctx, t, k, key); e != nil {
 		return nil, e
 	}
-	c := &t.claims
+	return &SignedAssertion{t: t, clientID: clientID}, nil
+}
+
+func usableAudiences(audiences []string) bool {
+	return slices.ContainsFunc(audiences, func(a string) bool { return a != "" })
+}
+
+func errNoVerifier() *apierr.Error {
+	return newError(500, CodePlatformMisconfigured, OAuthServerError, "",
+		"The token endpoint has no client, audience or tool keys to verify the client assertion with.")
+}
+
+// Check is the second half of VerifyClientAssertion: the claims of the signed assertion
+// (P-TOK-04 to P-TOK-07, the deployment_id of CORE §6.2.1).
+func (s *SignedAssertion) Check(audiences []string, now time.Time, skew time.Duration) (*Assertion, *apierr.Error) {
+	if !usableAudiences(audiences) {
+		return nil, errNoVerifier()
+	}
+	k, c, clientID := &toolJWTAssertion, &s.t.claims, s.clientID
 
 	// P-TOK-04.
 	iss, e := assertionClient(c, k)

@@ -358,6 +358,19 @@ func TestVerifyClientAssertionRefused(t *testing.T) {
 			if e.OAuth != wantOAuth {
 				t.Errorf("OAuth %q, want %q", e.OAuth, wantOAuth)
 			}
+
+			// Its two halves refuse alike, and only the shape and the signature (P-TOK-08)
+			// come before the claims are the tool's: the token endpoint attributes
+			// nothing earlier to the tool the assertion names.
+			beforeSignature := tc.rule == "P-TOK-08" || tc.name == "P-TOK-03 payload an array" || tc.clientID == "-"
+			s, se := VerifyAssertionSignature(context.Background(), token, clientID, key)
+			if (se != nil) != beforeSignature {
+				t.Fatalf("VerifyAssertionSignature refused: %v, want refused before the signature: %v", se, beforeSignature)
+			}
+			if se == nil {
+				_, se = s.Check(auds, toolTestNow, toolTestSkew)
+			}
+			toolTestCheckError(t, se, tc.code, tc.rule, tc.status)
 		})
 	}
 	// A nil KeyFunc is the caller's mistake, not the tool's.
