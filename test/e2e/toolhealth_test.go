@@ -12,6 +12,7 @@ import (
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/toolsim"
+	"github.com/ltiop/ltiop/test/utils/testkeys"
 	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 )
 
@@ -27,6 +28,23 @@ var _ = Describe("Launch health on a ToolRegistration", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
 			return reg.Status.LaunchHealth
 		}
+
+		By("token requests naming the tool, signed by a stranger (P-TOK-08): anyone's, so not the tool's refusals (issue #34)")
+		stranger := testkeys.RSAKey(GinkgoTB(), 1)
+		for _, opts := range [][]toolsim.AssertionOption{
+			{toolsim.WithSigningKey(stranger)},
+			{toolsim.WithSigningKey(stranger), toolsim.WithHeader("kid", "strangers-key")},
+		} {
+			for range 10 {
+				_, status, err := tool.RequestTokenWith(ctx, []string{string(ltiv1.ScopeNRPSMembership)}, opts...)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(status).To(Equal(401))
+			}
+		}
+		Consistently(func(g Gomega) {
+			g.Expect(fetch(g)).To(BeNil(), "nothing recorded on the tool's launch health")
+			g.Expect(eventsOn(d.Namespace, reg.Name, launchhealth.ReasonTokenRequestRefused)).To(BeEmpty())
+		}, 2*time.Second).Should(Succeed())
 
 		By("50 token requests whose assertion is addressed elsewhere")
 		for range 50 {

@@ -77,12 +77,17 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 	}
 	t := p.tools.ByClientID(clientID)
 	if !t.Usable() { // P-TOK-04
-		p.toolTokenError(w, t, &httpapi.Error{Status: 401, Code: ltiplatform.CodeUnknownClient, OAuth: ltiplatform.OAuthInvalidClient,
+		p.tokenError(w, &httpapi.Error{Status: 401, Code: ltiplatform.CodeUnknownClient, OAuth: ltiplatform.OAuthInvalidClient,
 			Rule: "P-TOK-04", Description: "The assertion's issuer is not an active registered tool."})
 		return
 	}
 	now := p.now()
-	a, e := ltiplatform.VerifyClientAssertion(r.Context(), req.Assertion, t.ClientID, p.tokenAudiences, p.keyFunc(t), now, p.opts.ClockSkew)
+	signed, e := ltiplatform.VerifyAssertionSignature(r.Context(), req.Assertion, t.ClientID, p.keyFunc(t))
+	if e != nil { // P-TOK-08: anyone can name a tool, so this is not the tool's refusal
+		p.tokenError(w, e)
+		return
+	}
+	a, e := signed.Check(p.tokenAudiences, now, p.opts.ClockSkew)
 	if e != nil {
 		p.toolTokenError(w, t, e)
 		return
@@ -120,15 +125,27 @@ func (p *Platform) Token(w http.ResponseWriter, r *http.Request) {
 // endpoint (for refusals decided before the handler, such as the rate limit).
 func (p *Platform) TokenError(w http.ResponseWriter, e *httpapi.Error) { p.tokenError(w, e) }
 
-// toolTokenError is tokenError for a request naming the registered tool t (nil: none):
-// launch health learns of it too.
-func (p *Platform) toolTokenError(w http.ResponseWriter, t *registry.Tool, e *httpapi.Error) {
-	p.refused(t, launchhealth.StepToken, e)
-	p.tokenError(w, e)
+// endpointTokenUnverified counts the token requests refused before a client assertion's
+// signature verified: anyone can send them, naming any tool, so they are counted apart
+// from the tools' own refusals (endpoint "token", which LtiopToolRequestsRefused watches)
+// and recorded on no registration.
+const endpointTokenUnverified = "token_unverified"
+
+// tokenError answers a token request refused before its client assertion verified.
+func (p *Platform) tokenError(w http.ResponseWriter, e *httpapi.Error) {
+	count(endpointTokenUnverified, e.Code)
+	writeTokenError(w, e)
 }
 
-func (p *Platform) tokenError(w http.ResponseWriter, e *httpapi.Error) {
+// toolTokenError answers a token request of the tool t whose client assertion's signature
+// verified: launch health learns of it too.
+func (p *Platform) toolTokenError(w http.ResponseWriter, t *registry.Tool, e *httpapi.Error) {
+	p.refused(t, launchhealth.StepToken, e)
 	count("token", e.Code)
+	writeTokenError(w, e)
+}
+
+func writeTokenError(w http.ResponseWriter, e *httpapi.Error) {
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_client"`)
 	}
