@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,16 +94,71 @@ var _ = Describe("Launch health on the registration", func() {
 		Consistently(func() int { return len(refusalEvents(lms.ID)) }, 2*time.Second).Should(Equal(1))
 	})
 
-	It("names the deployment the LMS sent and the registered ones in the UNKNOWN_DEPLOYMENT Event (T-LOGIN-04)", func(ctx SpecContext) {
+	It("names the deployment and the registered ones in the UNKNOWN_DEPLOYMENT Event of a verified id_token (T-TOK-19), and nothing a login sent (T-LOGIN-04)", func(ctx SpecContext) {
 		lms := newLMS(func(s *ltiv1.PlatformRegistrationSpec) { s.DeploymentIDs = []string{"deployment-2", "deployment-3"} })
-		res := newBrowser().launch(lms, "user=teacher-1") // the simulator launches from deployment-1
-		Expect(res.Body).To(ContainSubstring("UNKNOWN_DEPLOYMENT"))
+		// byAction flushes, then maps each action to the note of its LaunchRefused Event.
+		byAction := func() map[string]string {
+			ltiop.LaunchHealth.Flush(ctx)
+			notes := map[string]string{}
+			for _, e := range refusalEvents(lms.ID) {
+				notes[e.Action] = e.Note
+			}
+			return notes
+		}
+
+		By("an anonymous login naming the registration, its deployment id a phishing sentence (issue #34)")
+		const phish = "Your LTI licence expired: call +1 555 0100 or visit https://evil.example/renew"
+		q := url.Values{"iss": {lms.URL}, "client_id": {lms.ClientID}, "login_hint": {"u"},
+			"target_link_uri": {publicURL + "/lti/launch"}, "lti_deployment_id": {phish}}
+		res := call("GET", "/lti/login?"+q.Encode(), nil, map[string]string{"Accept": "application/json"})
+		Expect(res.Status).To(Equal(403))
+		Expect(res.errorCode()).To(Equal("UNKNOWN_DEPLOYMENT"))
+		reg := &ltiv1.PlatformRegistration{}
+		Eventually(func(g Gomega) {
+			g.Expect(flushedHealth(ctx, g, lms.ID, reg).LastRefusal).NotTo(BeNil())
+		}).Should(Succeed())
+		Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal("UNKNOWN_DEPLOYMENT"), "the code and rule are still recorded")
+		Expect(reg.Status.LaunchHealth.LastRefusal.Rule).To(Equal("T-LOGIN-04"))
+		var note string
+		Eventually(func(g Gomega) {
+			note = byAction()["Login"]
+			g.Expect(note).NotTo(BeEmpty())
+		}).Should(Succeed())
+		Expect(note).To(HavePrefix("1 login request(s) refused with UNKNOWN_DEPLOYMENT (rule T-LOGIN-04)"))
+		Expect(note).To(ContainSubstring("A login request named a deployment"))
+		Expect(note).To(ContainSubstring(`Registered: "deployment-2", "deployment-3".`))
+		Expect(note).NotTo(ContainSubstring("evil.example"), "nothing the login sent")
+		Expect(note).NotTo(ContainSubstring("The LMS sent"), "an unsigned login is not the LMS's word")
+
+		By("an anonymous login naming a target_link_uri outside ltiop (T-LOGIN-05)")
+		q = url.Values{"iss": {lms.URL}, "client_id": {lms.ClientID}, "login_hint": {"u"},
+			"target_link_uri": {"https://evil.example/renew-your-licence"}}
+		res = call("GET", "/lti/login?"+q.Encode(), nil, map[string]string{"Accept": "application/json"})
+		Expect(res.errorCode()).To(Equal("INVALID_TARGET_LINK_URI"))
 		Eventually(func(g Gomega) {
 			ltiop.LaunchHealth.Flush(ctx)
-			g.Expect(refusalEvents(lms.ID)).To(HaveLen(1))
+			var notes []string
+			for _, e := range refusalEvents(lms.ID) {
+				if strings.Contains(e.Note, "INVALID_TARGET_LINK_URI") {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(HaveLen(1))
+			g.Expect(notes[0]).To(ContainSubstring("A login request named a target_link_uri outside ltiop"))
+			g.Expect(notes[0]).NotTo(ContainSubstring("evil.example"))
 		}).Should(Succeed())
-		note := refusalEvents(lms.ID)[0].Note
-		Expect(note).To(ContainSubstring("UNKNOWN_DEPLOYMENT (rule T-LOGIN-04)"))
+
+		By("a launch whose login names a registered deployment and whose signed id_token another")
+		lms.DeploymentID = "deployment-2"
+		lms.Customize = func(c, h map[string]any) {
+			c["https://purl.imsglobal.org/spec/lti/claim/deployment_id"] = "deployment-1"
+		}
+		Expect(newBrowser().launch(lms, "user=teacher-1").Body).To(ContainSubstring("UNKNOWN_DEPLOYMENT"))
+		Eventually(func(g Gomega) {
+			note = byAction()["Launch"]
+			g.Expect(note).NotTo(BeEmpty())
+		}).Should(Succeed())
+		Expect(note).To(HavePrefix("1 launch(es) refused with UNKNOWN_DEPLOYMENT (rule T-TOK-19)"))
 		Expect(note).To(ContainSubstring(`The LMS sent "deployment-1". Registered: "deployment-2", "deployment-3".`))
 	})
 

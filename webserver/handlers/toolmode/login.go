@@ -94,14 +94,12 @@ func (t *Tool) Login(w http.ResponseWriter, r *http.Request) {
 	httpapi.NotePlatform(r.Context(), p.ID)
 	deploymentID := get("lti_deployment_id")
 	if deploymentID != "" && len(p.Spec.DeploymentIDs) > 0 && !slices.Contains(p.Spec.DeploymentIDs, deploymentID) { // T-LOGIN-04
-		e := httpapi.Errorf(http.StatusForbidden, lti.CodeUnknownDeployment,
-			"This deployment of the platform is not registered with the tool.")
-		e.Sent = deploymentID
-		t.refuse(w, r, p, e)
+		t.refuseLogin(w, r, p, httpapi.Errorf(http.StatusForbidden, lti.CodeUnknownDeployment,
+			"This deployment of the platform is not registered with the tool."))
 		return
 	}
 	if err := t.checkTarget(target); err != nil { // T-LOGIN-05, before the value is used anywhere
-		t.refuse(w, r, p, err)
+		t.refuseLogin(w, r, p, err)
 		return
 	}
 

@@ -43,13 +43,25 @@ func (t *Tool) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
 // launch health, so the registration's status and Events say what went wrong.
 func (t *Tool) refuse(w http.ResponseWriter, r *http.Request, p *registry.Platform, e *httpapi.Error) {
 	if t.opts.Health != nil && p != nil {
-		rule := e.Rule
-		if rule == "" {
-			rule = launchRules[e.Code]
-		}
-		t.opts.Health.Refused(p, e.Code, rule, e.Sent)
+		t.opts.Health.Refused(p, e.Code, ruleOf(e), e.Sent)
 	}
 	t.fail(w, r, e)
+}
+
+// refuseLogin is refuse for a login naming p. A login is not signed: launch health learns
+// the code and rule, nothing the request sent.
+func (t *Tool) refuseLogin(w http.ResponseWriter, r *http.Request, p *registry.Platform, e *httpapi.Error) {
+	if t.opts.Health != nil && p != nil {
+		t.opts.Health.RefusedLogin(p, e.Code, ruleOf(e))
+	}
+	t.fail(w, r, e)
+}
+
+func ruleOf(e *httpapi.Error) string {
+	if e.Rule != "" {
+		return e.Rule
+	}
+	return launchRules[e.Code]
 }
 
 // launchRules are the conformance rules of the refusals that carry none themselves.

@@ -77,11 +77,14 @@ type NoticeOptions struct {
 	MaxBatch int
 }
 
-// LaunchHealth learns how each registration's launches go. It must not block: it is
-// called on the launch path.
+// LaunchHealth learns how each registration's logins and launches go. It must not block:
+// it is called on the launch path.
 type LaunchHealth interface {
 	Launched(p *registry.Platform)
+	// Refused: a launch, whose refused value sent (apierr.Error.Sent) a verified id_token said.
 	Refused(p *registry.Platform, code, rule, sent string)
+	// RefusedLogin: a login, which is not signed: nothing it sent goes with it.
+	RefusedLogin(p *registry.Platform, code, rule string)
 }
 
 // DeploymentRecorder learns the deployments launches come from (onboarding records them on

@@ -26,6 +26,8 @@ type Error struct {
 	// Sent is the value the request sent that the check refused, when it is registration
 	// data an administrator compares with the registration (the deployment id of an
 	// UNKNOWN_DEPLOYMENT): for the registration's Events, never written to a response.
+	// Set only from what a verified signature covers (an id_token's claims): an Event
+	// quotes it as the LMS's word.
 	Sent string
 	// Cause is the underlying failure (a key-set fetch error): for logs and errors.Is,
 	// never written to a response.

@@ -49,8 +49,11 @@ const ReasonServiceCallRefused = "ServiceCallRefused"
 // Step is the request a refusal answered.
 type Step string
 
-// The steps of a refusal: tool mode's launch, and platform mode's four requests of a tool.
+// The steps of a refusal: tool mode's login and launch, and platform mode's four requests
+// of a tool.
 const (
+	// StepLogin is tool mode's login: not signed, anyone can send one naming a registration.
+	StepLogin       Step = "login"
 	StepLaunch      Step = "launch"
 	StepAuthorize   Step = "authorize"
 	StepToken       Step = "token"
@@ -58,8 +61,8 @@ const (
 	StepService     Step = "service"
 )
 
-// maxSent bounds the refused value kept for an Event: a deployment id is at most 255 bytes
-// (T-TOK-19), a login's is not checked before it is refused.
+// maxSent bounds the refused value kept for an Event. The value comes from a signed
+// id_token (a deployment id, at most 255 bytes by T-TOK-19): clipped all the same.
 const maxSent = 128
 
 // Options configure a Recorder.
@@ -101,13 +104,16 @@ type core struct {
 type kind struct {
 	object func() client.Object
 	health func(client.Object) *ltiv1.LaunchHealth
-	hint   func(code, sent string, reg client.Object) string
+	hint   func(step Step, code, sent string, reg client.Object) string
 }
 
 var platforms = kind{
 	object: func() client.Object { return &ltiv1.PlatformRegistration{} },
 	health: func(o client.Object) *ltiv1.LaunchHealth { return o.(*ltiv1.PlatformRegistration).Status.LaunchHealth },
-	hint: func(code, sent string, o client.Object) string {
+	hint: func(step Step, code, sent string, o client.Object) string {
+		if step == StepLogin {
+			return LoginHint(code, o.(*ltiv1.PlatformRegistration))
+		}
 		return Hint(code, sent, o.(*ltiv1.PlatformRegistration))
 	},
 }
@@ -115,7 +121,7 @@ var platforms = kind{
 var tools = kind{
 	object: func() client.Object { return &ltiv1.ToolRegistration{} },
 	health: func(o client.Object) *ltiv1.LaunchHealth { return o.(*ltiv1.ToolRegistration).Status.LaunchHealth },
-	hint:   func(code, _ string, _ client.Object) string { return ToolHint(code) },
+	hint:   func(_ Step, code, _ string, _ client.Object) string { return ToolHint(code) },
 }
 
 type entry struct {
@@ -161,10 +167,18 @@ func newCore(opts Options, k kind) core {
 func (r *Recorder) Launched(p *registry.Platform) { r.launched(p.ID, p.UID) }
 
 // Refused records a launch from p refused with the stable code and conformance rule;
-// sent is the refused value the Event may name (apierr.Error.Sent), or "". Called on the
-// launch path: no I/O.
+// sent is the refused value the Event may name (apierr.Error.Sent: only what a verified
+// id_token said), or "". Called on the launch path: no I/O.
 func (r *Recorder) Refused(p *registry.Platform, code, rule, sent string) {
 	r.refused(p.ID, p.UID, StepLaunch, code, rule, sent)
+}
+
+// RefusedLogin records a login naming p refused with the stable code and conformance rule.
+// A login is not signed: anyone can send one naming any registration, so nothing it sent
+// is kept, and its Event says what a login request claimed, not what the LMS did. Called
+// on the login path: no I/O.
+func (r *Recorder) RefusedLogin(p *registry.Platform, code, rule string) {
+	r.refused(p.ID, p.UID, StepLogin, code, rule, "")
 }
 
 // Launched records an authorization request of t that ltiop answered with a launch.
@@ -389,20 +403,24 @@ func (r *core) emit(reg client.Object, counts map[refusalKey]*codeCount) {
 		return keys[i].code < keys[j].code
 	})
 	for _, k := range keys {
-		c := counts[k]
-		rule := c.rule
-		if rule == "" {
-			rule = "none"
-		}
 		what := stepNames[k.step]
-		r.opts.Events.Eventf(reg, nil, corev1.EventTypeWarning, what.reason, what.action,
-			"%s", truncate(fmt.Sprintf("%d %s refused with %s (rule %s) since the last report. %s",
-				c.n, what.noun, k.code, rule, r.kind.hint(k.code, c.sent, reg))))
+		r.opts.Events.Eventf(reg, nil, corev1.EventTypeWarning, what.reason, what.action, "%s", r.note(k, counts[k], reg))
 	}
+}
+
+// note is the Event note of the refusals c of one step and code on reg.
+func (r *core) note(k refusalKey, c *codeCount, reg client.Object) string {
+	rule := c.rule
+	if rule == "" {
+		rule = "none"
+	}
+	return truncate(fmt.Sprintf("%d %s refused with %s (rule %s) since the last report. %s",
+		c.n, stepNames[k.step].noun, k.code, rule, r.kind.hint(k.step, k.code, c.sent, reg)))
 }
 
 // stepNames are the Event reason, action and note noun of each step.
 var stepNames = map[Step]struct{ reason, action, noun string }{
+	StepLogin:       {ReasonLaunchRefused, "Login", "login request(s)"},
 	StepLaunch:      {ReasonLaunchRefused, "Launch", "launch(es)"},
 	StepAuthorize:   {ReasonLaunchRefused, "Authorize", "authorization request(s)"},
 	StepDeepLinking: {ReasonLaunchRefused, "DeepLinkingReturn", "deep-linking response(s)"},

@@ -122,8 +122,9 @@ func BenchmarkLaunched(b *testing.B) {
 	})
 }
 
-// T-LOGIN-04 / T-TOK-19: the UNKNOWN_DEPLOYMENT hint names the deployment the LMS sent and
-// the ones registered, quoted, so the administrator sees a stray space or a wrong id.
+// T-TOK-19: the UNKNOWN_DEPLOYMENT hint of a launch names the deployment the LMS sent (in
+// the id_token, whose signature verified) and the ones registered, quoted, so the
+// administrator sees a stray space or a wrong id.
 func TestUnknownDeploymentHintNamesSentAndRegistered(t *testing.T) {
 	reg := &ltiv1.PlatformRegistration{Spec: ltiv1.PlatformRegistrationSpec{DeploymentIDs: []string{"1", "2", "3", "4", "5", "6"}}}
 	h := Hint("UNKNOWN_DEPLOYMENT", "7 ", reg)
@@ -137,12 +138,51 @@ func TestUnknownDeploymentHintNamesSentAndRegistered(t *testing.T) {
 	}
 }
 
+// T-LOGIN-04, T-LOGIN-05 (issue #34): a login is not signed, anyone can send one naming a
+// registration. Its refusal keeps the code and rule, and its Event says what a login
+// request claimed, never that the LMS sent it; it has no value to quote.
+func TestLoginRefusalIsWordedAsAClaim(t *testing.T) {
+	r := New(Options{})
+	p := &registry.Platform{ID: "lms", UID: "u"}
+	reg := &ltiv1.PlatformRegistration{Spec: ltiv1.PlatformRegistrationSpec{DeploymentIDs: []string{"1", "2"}}}
+	r.RefusedLogin(p, "UNKNOWN_DEPLOYMENT", "T-LOGIN-04")
+	r.RefusedLogin(p, "UNKNOWN_DEPLOYMENT", "T-LOGIN-04")
+	r.RefusedLogin(p, "INVALID_TARGET_LINK_URI", "T-LOGIN-05")
+	r.Refused(p, "UNKNOWN_DEPLOYMENT", "T-TOK-19", "3")
+
+	v, _ := r.entries.Load("lms")
+	e := v.(*entry)
+	if e.refusal.Code != "UNKNOWN_DEPLOYMENT" || e.refusal.Rule != "T-TOK-19" {
+		t.Fatalf("last refusal %+v", e.refusal)
+	}
+	login := refusalKey{StepLogin, "UNKNOWN_DEPLOYMENT"}
+	note := r.note(login, e.counts[login], reg)
+	if want := `2 login request(s) refused with UNKNOWN_DEPLOYMENT (rule T-LOGIN-04) since the last report. A login request named a deployment`; !strings.HasPrefix(note, want) {
+		t.Errorf("note %q, want prefix %q", note, want)
+	}
+	if !strings.HasSuffix(note, `Registered: "1", "2".`) || strings.Contains(note, "The LMS sent") {
+		t.Errorf("note %q", note)
+	}
+	target := refusalKey{StepLogin, "INVALID_TARGET_LINK_URI"}
+	if note := r.note(target, e.counts[target], reg); !strings.Contains(note, "A login request named a target_link_uri") || strings.Contains(note, "The LMS's") {
+		t.Errorf("note %q", note)
+	}
+	launch := refusalKey{StepLaunch, "UNKNOWN_DEPLOYMENT"}
+	if note := r.note(launch, e.counts[launch], reg); !strings.HasPrefix(note, "1 launch(es) refused with UNKNOWN_DEPLOYMENT (rule T-TOK-19)") ||
+		!strings.Contains(note, `The LMS sent "3". Registered: "1", "2".`) {
+		t.Errorf("the verified launch's note %q", note)
+	}
+	if h := LoginHint("SOME_FUTURE_CODE", reg); strings.Contains(h, "LMS") {
+		t.Errorf("a login code without a hint of its own: %q", h)
+	}
+}
+
 // A refused value goes into an Event note: it is clipped and its control characters
-// replaced, whatever the login sent.
+// replaced, whatever the id_token said.
 func TestSentValueIsClippedAndPrintable(t *testing.T) {
 	r := New(Options{})
 	p := &registry.Platform{ID: "lms", UID: "u"}
-	r.Refused(p, "UNKNOWN_DEPLOYMENT", "T-LOGIN-04", "dep\r\nX-Injected: 1"+strings.Repeat("d", 500)+"\xff")
+	r.Refused(p, "UNKNOWN_DEPLOYMENT", "T-TOK-19", "dep\r\nX-Injected: 1"+strings.Repeat("d", 500)+"\xff")
 	v, _ := r.entries.Load("lms")
 	c := v.(*entry).counts[refusalKey{StepLaunch, "UNKNOWN_DEPLOYMENT"}]
 	if strings.ContainsAny(c.sent, "\r\n") || len(c.sent) > maxSent+len("…") || !strings.HasPrefix(c.sent, "dep??X-Injected") {
