@@ -2,6 +2,8 @@ package webserver
 
 import (
 	"net/http"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,8 +58,8 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // one; see requestID), echoes it in X-Request-Id, logs the request at debug level without
 // query string or headers (they can carry tokens), counts it, and turns a panic into a
 // 500 envelope. Handlers log through base with the request id (log.FromContext). The
-// requests of the route patterns in secretPaths are logged by pattern, not path.
-func observe(base logr.Logger, secretPaths map[string]bool, next http.Handler) http.Handler {
+// paths that carry a secret are logged redacted (secrets).
+func observe(base logr.Logger, secrets *secretPaths, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := requestID(r)
@@ -71,7 +73,7 @@ func observe(base logr.Logger, secretPaths map[string]bool, next http.Handler) h
 				if v == http.ErrAbortHandler { //nolint:errorlint // a recovered panic value is compared by identity, as net/http does
 					panic(v)
 				}
-				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", loggedPath(r, secretPaths))
+				logger.Error(nil, "handler panicked", "panic", v, "method", r.Method, "path", secrets.logged(r))
 				if rec.status == 0 {
 					httpapi.WriteError(rec, httpapi.Errorf(http.StatusInternalServerError, httpapi.CodeInternal, "An internal error occurred."))
 				}
@@ -91,7 +93,7 @@ func observe(base logr.Logger, secretPaths map[string]bool, next http.Handler) h
 				if platformID == "" {
 					platformID = r.PathValue("platformId")
 				}
-				debug.Info("request", "method", r.Method, "path", loggedPath(r, secretPaths), "route", route,
+				debug.Info("request", "method", r.Method, "path", secrets.logged(r), "route", route,
 					"status", rec.status, "duration", elapsed.String(), "platformId", platformID)
 			}
 		}()
@@ -111,12 +113,60 @@ func methodLabel(method string) string {
 	return "OTHER"
 }
 
-// loggedPath is the request's path as logs show it: the route pattern for the routes
-// whose path carries a secret (secretPaths, by pattern; Route.SecretPath), else the path.
-// (Metrics are labelled by pattern for every route.)
-func loggedPath(r *http.Request, secretPaths map[string]bool) string {
-	if secretPaths[r.Pattern] {
+// secretPaths are the paths that carry a secret (Route.SecretPath: a registration token, a
+// service grant), as logs must not show them. (Metrics are labelled by pattern for every
+// route, "unmatched" for none.)
+type secretPaths struct {
+	patterns map[string]bool // the routes' "METHOD /path/{secret}…" patterns
+	prefixes []secretPrefix  // where their secret segment starts
+}
+
+// secretPrefix: the path up to a secret segment ("/lti/register/") and its wildcard ("{token}").
+type secretPrefix struct{ path, wildcard string }
+
+// newSecretPaths reads the secret paths of the route table. A route's secret is taken to
+// start at its first wildcard: cutting there hides more, never less.
+func newSecretPaths(routes []Route) *secretPaths {
+	s := &secretPaths{patterns: map[string]bool{}}
+	for _, rt := range routes {
+		if !rt.SecretPath {
+			continue
+		}
+		s.patterns[rt.Method+" "+rt.Path] = true
+		open := strings.IndexByte(rt.Path, '{')
+		length := strings.IndexByte(rt.Path[open:], '}') + 1
+		p := secretPrefix{path: rt.Path[:open], wildcard: rt.Path[open : open+length]}
+		if !slices.Contains(s.prefixes, p) {
+			s.prefixes = append(s.prefixes, p)
+		}
+	}
+	return s
+}
+
+// logged is the request's path as logs show it. A route whose path carries a secret shows
+// its pattern. A request no route matched (a 404, a 405) has none: under a secret path its
+// path is cut at the secret's segment, shown as the wildcard, with "/…" when more followed
+// ("/lti/platform/services/{grant}/…"). The path is cleaned and decoded first, so "//" or
+// "%2F" do not move the cut. Other paths are shown as they are.
+func (s *secretPaths) logged(r *http.Request) string {
+	switch {
+	case s == nil:
+		return r.URL.Path
+	case s.patterns[r.Pattern]:
 		return r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:]
+	case r.Pattern != "":
+		return r.URL.Path
+	}
+	cleaned := path.Clean("/" + r.URL.Path)
+	for _, p := range s.prefixes {
+		rest, ok := strings.CutPrefix(cleaned, p.path)
+		if !ok || rest == "" {
+			continue
+		}
+		if strings.Contains(rest, "/") {
+			return p.path + p.wildcard + "/…"
+		}
+		return p.path + p.wildcard
 	}
 	return r.URL.Path
 }

@@ -62,3 +62,42 @@ func TestServiceGrantIsNotLogged(t *testing.T) {
 		t.Fatal("the service grant is in the logs")
 	}
 }
+
+// Issue #34 item 5: a request under a secret path that no route matches (a 404, or a 405
+// under another method) has no pattern to log instead of its path: the path is cut at the
+// secret's segment, which logs show as the route's wildcard.
+func TestSecretIsNotLoggedForUnmatchedPaths(t *testing.T) {
+	h := limitedServer(webserver.RateLimits{})
+	for _, tc := range []struct {
+		method, path, secret string
+		status               int
+		logged               string
+	}{
+		{"POST", "/lti/register/reg-token-405-0123456789", "reg-token-405", 405, "/lti/register/{token}"},
+		{"GET", "/lti/register/reg-token-404-0123456789/more", "reg-token-404", 404, "/lti/register/{token}/…"},
+		{"GET", "/lti/platform/services/grant-bare-0123456789", "grant-bare", 404, "/lti/platform/services/{grant}"},
+		{"GET", "/lti/platform/services/grant-typo-0123456789/membershipz", "grant-typo", 404, "/lti/platform/services/{grant}/…"},
+		{"DELETE", "/lti/platform/services/grant-405-0123456789/memberships", "grant-405", 405, "/lti/platform/services/{grant}/…"},
+		{"GET", "/lti/platform/services/grant-deep-0123456789/lineitems/1/scores/2", "grant-deep", 404, "/lti/platform/services/{grant}/…"},
+		{"GET", "/lti/platform/services/grant-slash-0123456789/", "grant-slash", 404, "/lti/platform/services/{grant}"},
+		// Decoded before it is matched: an escaped slash is still a segment boundary in logs.
+		{"GET", "/lti/platform/services/grant-escaped-0123456789%2Fmemberships%2Fx", "grant-escaped", 404, "/lti/platform/services/{grant}/…"},
+		{"GET", "/lti//register/reg-token-double-0123456789/x", "reg-token-double", 404, "/lti/register/{token}/…"},
+		// Cleaned by the router's redirect, whose route logs its pattern.
+		{"GET", "/lti/platform/./services/grant-dot-0123456789/memberships", "grant-dot", 307, "/lti/platform/services/{grant}/memberships"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			res := request(h, tc.method, tc.path, "192.0.2.80:4000")
+			if res.Code != tc.status {
+				t.Fatalf("status %d, want %d", res.Code, tc.status)
+			}
+			lines := logs.requestLines(t, res.Header().Get("X-Request-Id"))
+			if len(lines) != 1 || lines[0]["path"] != tc.logged {
+				t.Fatalf("logged as %v, want path %q", lines, tc.logged)
+			}
+			if logs.contains(tc.secret) {
+				t.Fatalf("%q is in the logs", tc.secret)
+			}
+		})
+	}
+}

@@ -110,15 +110,10 @@ func New(opts Options, d Handlers, ready ...ReadinessCheck) *Server {
 	limits := newRateLimits(opts.RateLimits, d.Platform)
 	s.routes = s.routeTable(d)
 	s.mux = http.NewServeMux()
-	secretPaths := map[string]bool{}
 	for _, rt := range s.routes {
-		pattern := rt.Method + " " + rt.Path
-		s.mux.Handle(pattern, rt.handler(d, limits))
-		if rt.SecretPath {
-			secretPaths[pattern] = true
-		}
+		s.mux.Handle(rt.Method+" "+rt.Path, rt.handler(d, limits))
 	}
-	s.handler = observe(log.Log.WithName("http"), secretPaths, httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(s.mux)))
+	s.handler = observe(log.Log.WithName("http"), newSecretPaths(s.routes), httpapi.LimitBody(opts.MaxBodyBytes)(notFoundOrMethod(s.mux)))
 	return s
 }
 
