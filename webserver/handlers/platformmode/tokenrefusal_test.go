@@ -2,6 +2,8 @@ package platformmode_test
 
 import (
 	"context"
+	"net/url"
+	"slices"
 	"sync"
 	"testing"
 
@@ -9,6 +11,8 @@ import (
 
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
+	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
+	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
@@ -111,4 +115,56 @@ func TestTokenRefusalBeforeTheSignatureIsNotTheTools(t *testing.T) {
 			t.Fatalf("token AUDIENCE_MISMATCH: %v, want %v", got, tools+1)
 		}
 	})
+}
+
+// The authorization endpoint's share of issue #34 item 4: an authorization request anyone
+// can send, naming a tool's client_id with a forged redirect_uri or lti_message_hint, is
+// counted apart (endpoint authorize_unverified, which LtiopToolRequestsRefused does not
+// watch). A refusal of a request carrying the message hint ltiop issued for the tool's
+// launch (P-AUTH-09: the login_hint changed on the way) still counts as the tool's.
+func TestAuthorizeRefusalBeforeTheMessageHintIsCountedApart(t *testing.T) {
+	h := newHarness(t, nil)
+	health := &healthLog{}
+	h.platform.SetHealth(health)
+	genuine := h.login(h.createLaunch(platformmode.CreateLaunchRequest{User: "u1", ResourceLink: &ltiplatform.ResourceLink{ID: "rl"}}))
+	forged := func(change func(url.Values)) url.Values {
+		q := url.Values{}
+		for k, v := range genuine {
+			q[k] = slices.Clone(v)
+		}
+		change(q)
+		return q
+	}
+	for _, tc := range []struct {
+		name, code, endpoint string
+		q                    url.Values
+	}{
+		{"P-AUTH-06 a redirect_uri the tool does not list", ltiplatform.CodeInvalidRedirectURI, "authorize_unverified",
+			forged(func(q url.Values) { q.Set("redirect_uri", "https://phish.example/You-must-re-enter-your-password") })},
+		{"P-AUTH-10 a message hint ltiop did not issue", ltiplatform.CodeInvalidMessageHint, "authorize_unverified",
+			forged(func(q url.Values) { q.Set("lti_message_hint", "forged") })},
+		{"P-AUTH-09 the launch's hint with another login_hint", ltiplatform.CodeLoginHintMismatch, "authorize",
+			forged(func(q url.Values) { q.Set("login_hint", "someone-else") })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tools, apart := platformRequests(t, "authorize", tc.code), platformRequests(t, "authorize_unverified", tc.code)
+			res := h.authorize(tc.q, false)
+			res.Body.Close()
+			if got := health.taken(); len(got) != 1 || got[0] != h.reg.Name+" authorize "+tc.code {
+				t.Fatalf("launch health told %q", got)
+			}
+			wantTools, wantApart := tools, apart
+			if tc.endpoint == "authorize" {
+				wantTools++
+			} else {
+				wantApart++
+			}
+			if got := platformRequests(t, "authorize", tc.code); got != wantTools {
+				t.Fatalf("authorize %s: %v, want %v", tc.code, got, wantTools)
+			}
+			if got := platformRequests(t, "authorize_unverified", tc.code); got != wantApart {
+				t.Fatalf("authorize_unverified %s: %v, want %v", tc.code, got, wantApart)
+			}
+		})
+	}
 }
