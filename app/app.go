@@ -263,7 +263,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		PublicURL: cfg.PublicURL, Issuer: pm.Issuer, LaunchURL: pm.LaunchURL, DeepLinkingURL: pm.DeepLinkingURL,
 		DeepLinkingReturnURL: pm.DeepLinkingReturnURL, DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
 		DataURL: cfg.PlatformData.URL, ServiceGrantTTL: cfg.PlatformData.GrantLifetime.Duration,
-	}, tools, registry.NewPeerKeys(out.keySets), platformKey, keyring, replays)
+	}, tools, registry.NewPeerKeysBySource(out.keySets), platformKey, keyring, replays)
 
 	onboard := onboarding.New(onboarding.Options{
 		Tool: dynreg.ToolConfig{
@@ -311,8 +311,8 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration, Deployments: onboard,
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
 		MessageLaunchURLs: cfg.MessageLaunchURLs, MaxAssetBytes: cfg.AssetProcessor.MaxAssetBytesOrDefault(),
-		AssetClient: advantage.NewClient(out.assets), AssetTimeout: cfg.AssetProcessor.DownloadTimeoutOrDefault(),
-	}, reg, registry.NewPeerKeys(out.keySets), keyring, replays, apiKey, advantage.NewClient(out.advantage))
+		AssetClient: advantage.NewClientBySource(out.assets), AssetTimeout: cfg.AssetProcessor.DownloadTimeoutOrDefault(),
+	}, reg, registry.NewPeerKeysBySource(out.keySets), keyring, replays, apiKey, advantage.NewClientBySource(out.advantage))
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +326,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	// and periodically on the elected one (the KeySetReachable and EndpointsReachable
 	// conditions). The probe lives with the checks it runs, so it is run beside the
 	// controllers rather than by them (controllers/ and webserver/ do not import each other).
-	checker := &platformcheck.Checker{KeySets: registry.NewPeerKeys(out.keySets), Client: out.checks}
+	checker := &platformcheck.Checker{KeySets: registry.NewPeerKeysBySource(out.keySets), Clients: out.checks}
 	prober := platformcheck.NewProber(platformcheck.ProberOptions{
 		Namespace: cfg.Namespace, Registry: reg, Checker: checker, Interval: cfg.ReachabilityProbeInterval.Duration,
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),

@@ -12,23 +12,30 @@ import (
 // outboundClients are the HTTP clients of every call ltiop makes to another host, all
 // under one address policy (issue #13 §3): public addresses only; loopback in dev mode or
 // with outboundAllowLoopback; private ranges only as listed (outboundAllowCidrs for the
-// registrations' URLs, integratorAllowCidrs for the webhook, dynamicRegistration.allowCidrs
-// for /lti/register); cloud metadata never (unless listed exactly); every redirect
-// re-checked; no proxy.
+// URLs of the operator's registrations, integratorAllowCidrs for the webhook,
+// dynamicRegistration.allowCidrs for /lti/register and for the URLs of registrations
+// dynamic registration wrote); cloud metadata never (unless listed exactly); every
+// redirect re-checked; no proxy.
+//
+// The calls of registrations come in pairs of clients (outbound.Clients), one per source
+// of their URLs (issue #34 §3): a registration's origin label picks the one its key set,
+// token endpoint and services are fetched with.
 type outboundClients struct {
 	// dynReg is the policy of dynamic registration, whose URLs come from an
-	// unauthenticated request: https unless in dev mode.
+	// unauthenticated request (or from a tool registering itself): https unless in dev mode.
+	// The URLs of a registration are checked against it when dynamic registration writes it.
 	dynReg outbound.Policy
 	// keySets fetches platforms' and tools' key sets.
-	keySets *http.Client
+	keySets outbound.Clients
 	// checks calls the endpoints of a registration for POST /api/platforms/{id}/check.
-	checks *http.Client
+	checks outbound.Clients
 	// advantage carries tokens: LMS token endpoints, NRPS, AGS; same-host redirects only.
-	advantage *http.Client
-	// oauth is the OAuth2 broker's, which follows no redirect at all.
+	advantage outbound.Clients
+	// oauth is the OAuth2 broker's, which follows no redirect at all. Its URLs
+	// (spec.oauth2) are the operator's: dynamic registration writes none.
 	oauth *http.Client
 	// assets downloads Asset Processor assets: advantage's policy, a longer timeout.
-	assets *http.Client
+	assets outbound.Clients
 	// webhook is the policy of notice deliveries to the integrator. Its URLs are configured
 	// (notices.webhookUrl, spec.noticeWebhookUrl) and had their scheme checked there.
 	webhook outbound.Policy
@@ -57,13 +64,20 @@ func newOutboundClients(cfg *config.Config) (outboundClients, error) {
 	dynReg.AllowPrefixes = allowed[2]
 	webhook := with(registered, outbound.TargetWebhook)
 	webhook.AllowPrefixes = allowed[1]
+	// bySource makes the client of policy p for each source: the operator's registrations
+	// under outboundAllowCidrs, those dynamic registration wrote under its own allowance.
+	bySource := func(p outbound.Policy, client func(outbound.Policy) *http.Client) outbound.Clients {
+		dynamic := p
+		dynamic.AllowPrefixes = allowed[2]
+		return outbound.Clients{Operator: client(p), DynamicRegistration: client(dynamic)}
+	}
 	return outboundClients{
 		dynReg:    dynReg,
-		keySets:   outbound.NewClient(with(registered, outbound.TargetJWKS)),
-		checks:    outbound.NewClient(with(registered, outbound.TargetOther)),
-		advantage: advantage.HTTPClient(with(registered, outbound.TargetToken)),
+		keySets:   bySource(with(registered, outbound.TargetJWKS), outbound.NewClient),
+		checks:    bySource(with(registered, outbound.TargetOther), outbound.NewClient),
+		advantage: bySource(with(registered, outbound.TargetToken), advantage.HTTPClient),
 		oauth:     outbound.NewClient(with(registered, outbound.TargetOAuth)),
-		assets:    advantage.HTTPClient(assetPolicy(registered, cfg)),
+		assets:    bySource(assetPolicy(registered, cfg), advantage.HTTPClient),
 		webhook:   webhook,
 	}, nil
 }

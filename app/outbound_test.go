@@ -34,7 +34,8 @@ func TestOutboundClientsFollowTheConfiguredPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for name, c := range map[string]*http.Client{"key sets": out.keySets, "advantage": out.advantage, "oauth": out.oauth, "dynreg": outbound.NewClient(out.dynReg)} {
+			for name, c := range map[string]*http.Client{"key sets": out.keySets.Operator, "advantage": out.advantage.Operator, "oauth": out.oauth,
+				"dynreg": outbound.NewClient(out.dynReg), "dynamic registrations' key sets": out.keySets.DynamicRegistration} {
 				hits = 0
 				res, err := c.Get(srv.URL)
 				var oe *outbound.Error
@@ -42,8 +43,10 @@ func TestOutboundClientsFollowTheConfiguredPolicy(t *testing.T) {
 				if err == nil {
 					res.Body.Close()
 				}
-				// The test server speaks http, which dynamic registration takes in dev mode only.
-				wantOK := tc.loopback && (name != "dynreg" || tc.cfg.DevMode)
+				// The test server speaks http, which dynamic registration takes in dev mode only;
+				// outboundAllowCidrs never opens the registrations dynamic registration wrote.
+				wantOK := tc.loopback && (name != "dynreg" || tc.cfg.DevMode) &&
+					(name != "dynamic registrations' key sets" || tc.cfg.OutboundAllowCIDRs == nil)
 				if wantOK != (err == nil) || (!wantOK && (!refused || hits != 0)) {
 					t.Errorf("%s: err %v, %d hits, want allowed %v", name, err, hits, wantOK)
 				}
@@ -57,7 +60,7 @@ func TestOutboundClientsFollowTheConfiguredPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/"} {
-		_, err := out.keySets.Get(u)
+		_, err := out.keySets.Operator.Get(u)
 		if err == nil || !strings.Contains(err.Error(), "cloud metadata") {
 			t.Errorf("%s: %v", u, err)
 		}
@@ -72,7 +75,8 @@ func TestOutboundClientsFollowTheConfiguredPolicy(t *testing.T) {
 // integrator (here loopback stands for the Service CIDR) so that the notice webhook reaches
 // it; an anonymous /lti/register must still not make ltiop connect into that range, nor
 // may the URLs of registrations. Dynamic registration reaches a private range only by a
-// setting of its own.
+// setting of its own. Issue #34 item 3: the URLs of the registrations dynamic registration
+// wrote are fetched later under that setting too, never under outboundAllowCidrs.
 func TestWebhookAllowanceDoesNotOpenDynamicRegistration(t *testing.T) {
 	var hits int
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
@@ -83,7 +87,7 @@ func TestWebhookAllowanceDoesNotOpenDynamicRegistration(t *testing.T) {
 	for _, tc := range []struct {
 		name                       string
 		cfg                        config.Config
-		webhook, dynreg, lmsFacing bool // reached
+		webhook, dynreg, lmsFacing bool // reached; dynreg also by dynamic registrations' URLs later
 	}{
 		{"the integrator's range", config.Config{IntegratorAllowCIDRs: []string{"127.0.0.1/32"}}, true, false, false},
 		{"outboundAllowCidrs (on-premises LMSs)", config.Config{OutboundAllowCIDRs: []string{"127.0.0.1/32"}}, false, false, true},
@@ -99,8 +103,12 @@ func TestWebhookAllowanceDoesNotOpenDynamicRegistration(t *testing.T) {
 				want   bool
 			}{
 				"webhook": {plain(out.webhook), tc.webhook}, "dynreg": {plain(out.dynReg), tc.dynreg},
-				"key sets": {out.keySets, tc.lmsFacing}, "advantage": {out.advantage, tc.lmsFacing},
-				"oauth": {out.oauth, tc.lmsFacing}, "assets": {out.assets, tc.lmsFacing},
+				"key sets": {out.keySets.Operator, tc.lmsFacing}, "advantage": {out.advantage.Operator, tc.lmsFacing},
+				"oauth": {out.oauth, tc.lmsFacing}, "assets": {out.assets.Operator, tc.lmsFacing}, "checks": {out.checks.Operator, tc.lmsFacing},
+				"dynamic registrations' key sets":            {out.keySets.DynamicRegistration, tc.dynreg},
+				"dynamic registrations' tokens and services": {out.advantage.DynamicRegistration, tc.dynreg},
+				"dynamic registrations' assets":              {out.assets.DynamicRegistration, tc.dynreg},
+				"dynamic registrations' checks":              {out.checks.DynamicRegistration, tc.dynreg},
 			} {
 				hits = 0
 				res, err := c.client.Get(srv.URL)

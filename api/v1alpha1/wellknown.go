@@ -9,12 +9,19 @@ const (
 	// LabelPlatformRegistration names the PlatformRegistration a key Secret belongs to.
 	LabelPlatformRegistration = "lti.ltiop.dev/platform-registration"
 
-	// LabelOrigin on a PlatformRegistration says who wrote it. Only dynamic registration sets
-	// it (to OriginDynamicRegistration): such registrations were asked for without a
-	// credential, so they get no key until activated, are bounded in number, and expire
-	// when never activated. Without it, a registration is trusted (kubectl, platforms API).
+	// LabelOrigin on a PlatformRegistration or ToolRegistration says who wrote it. Only
+	// dynamic registration sets it (to OriginDynamicRegistration): its URLs were handed over
+	// by the LMS or the tool itself, so ltiop fetches them under dynamic registration's
+	// outbound allowance (dynamicRegistration.allowCidrs), never outboundAllowCidrs. A
+	// PlatformRegistration was moreover asked for without a credential, so it gets no key
+	// until activated, is bounded in number, and expires when never activated. Without the
+	// label, a registration is trusted (kubectl, the platforms and tools APIs): removing it
+	// vouches for its URLs. A label rather than a status field: it is a fact of the object's
+	// creation that no controller can observe again, kubectl selects by it (-l), and it
+	// survives a backup and restore that drops status.
 	LabelOrigin = "lti.ltiop.dev/origin"
-	// OriginDynamicRegistration is LabelOrigin on registrations written by /lti/register.
+	// OriginDynamicRegistration is LabelOrigin on registrations written by /lti/register
+	// and /lti/platform/register.
 	OriginDynamicRegistration = "dynamic-registration"
 
 	// SecretTypeToolKey is the type of the Secret holding a registration's private key.

@@ -41,7 +41,7 @@ func (c *Client) DownloadAsset(ctx context.Context, cred Credentials, assetURL, 
 	if _, err := parseHTTPURL(assetURL); err != nil {
 		return nil, fmt.Errorf("advantage: %s: %w: %w", op, err, ErrForeignURL)
 	}
-	hc := *c.hc
+	hc := *c.hc.For(cred.Source)
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	scopes := []string{scope}
 	res, cancel, err := c.exchange(ctx, cred, op, scopes, scopes, func(rctx context.Context, token string) (*http.Response, error) {

@@ -82,7 +82,7 @@ func (e *UpstreamError) Unwrap() error { return e.Err }
 // Client calls LMS services on behalf of any number of registrations. It is safe for
 // concurrent use; make one and share it.
 type Client struct {
-	hc      *http.Client
+	hc      outbound.Clients // by the source of the registration's URLs (Credentials.Source)
 	timeout time.Duration
 	now     func() time.Time
 
@@ -114,22 +114,35 @@ func HTTPClient(p outbound.Policy) *http.Client {
 	return outbound.NewClient(p)
 }
 
-// NewClient returns a Client sending requests with httpClient, which should come from
-// HTTPClient. nil means HTTPClient with the production policy (https, public addresses
-// only). Whatever the client, redirects to another host are refused. Every call also gets
-// a context timeout: the client's Timeout when set, else DefaultTimeout.
+// NewClient returns a Client sending the requests of the operator's registrations with
+// httpClient, which should come from HTTPClient; nil means HTTPClient with the production
+// policy (https, public addresses only). Those of dynamic registrations get the production
+// policy: see NewClientBySource.
 func NewClient(httpClient *http.Client) *Client {
-	if httpClient == nil {
-		httpClient = HTTPClient(outbound.Policy{})
+	return NewClientBySource(outbound.Clients{Operator: httpClient})
+}
+
+// NewClientBySource returns a Client sending each request with the client of its
+// Credentials.Source, each from HTTPClient; a source without one gets HTTPClient with the
+// production policy. Whatever the client, redirects to another host are refused. Every
+// call also gets a context timeout: the operator's client's Timeout when set, else
+// DefaultTimeout.
+func NewClientBySource(clients outbound.Clients) *Client {
+	wrap := func(httpClient *http.Client) *http.Client {
+		if httpClient == nil {
+			httpClient = HTTPClient(outbound.Policy{})
+		}
+		hc := *httpClient
+		hc.CheckRedirect = sameHostRedirects(httpClient.CheckRedirect)
+		return &hc
 	}
-	hc := *httpClient
-	hc.CheckRedirect = sameHostRedirects(httpClient.CheckRedirect)
+	hc := outbound.Clients{Operator: wrap(clients.Operator), DynamicRegistration: wrap(clients.DynamicRegistration)}
 	timeout := DefaultTimeout
-	if hc.Timeout > 0 {
-		timeout = hc.Timeout
+	if hc.Operator.Timeout > 0 {
+		timeout = hc.Operator.Timeout
 	}
 	return &Client{
-		hc:      &hc,
+		hc:      hc,
 		timeout: timeout,
 		now:     time.Now,
 		seed:    maphash.MakeSeed(),
@@ -182,7 +195,7 @@ func (c *Client) do(ctx context.Context, cred Credentials, op string, scopes, ne
 		if req.Header.Get("User-Agent") == "" {
 			req.Header.Set("User-Agent", version.UserAgent())
 		}
-		res, err := c.hc.Do(req)
+		res, err := c.hc.For(cred.Source).Do(req)
 		if err != nil {
 			return nil, transportError(op, err)
 		}

@@ -81,7 +81,8 @@ func (c *Client) BasicOutcome(ctx context.Context, call OutcomeCall) (*pox.Respo
 	req.Header.Set("Accept", pox.ContentType)
 	req.Header.Set("Authorization", oauth1.Authorization(oauth))
 	req.Header.Set("User-Agent", version.UserAgent())
-	res, err := c.hc.Do(req)
+	// LTI 1.1 credentials are the operator's (spec.lti11): dynamic registration writes none.
+	res, err := c.hc.For(outbound.SourceOperator).Do(req)
 	if err != nil {
 		return nil, transportError(op, err)
 	}

@@ -70,6 +70,11 @@ type Credentials struct {
 	// else ErrForeignURL: the token is never sent to a host the launch did not name. With
 	// none, every item id is refused.
 	ServiceURLs []string
+
+	// Source is who supplied the registration's URLs (registry.Platform.Source): the token
+	// endpoint and the platform's services are called with the client of that source's
+	// policy, so a dynamic registration never reaches what only the operator's allowance opens.
+	Source outbound.Source
 }
 
 // accessToken is one token the platform issued.
@@ -309,7 +314,7 @@ func (c *Client) requestToken(ctx context.Context, cred Credentials, e *tokenEnt
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", version.UserAgent())
-	res, err := c.hc.Do(req)
+	res, err := c.hc.For(cred.Source).Do(req)
 	if err != nil {
 		return nil, transportError(op, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/ltiop/ltiop/api/ltiwire"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/version"
 	"github.com/ltiop/ltiop/test/utils/testoutbound"
 )
@@ -628,7 +629,7 @@ func TestDefaultHTTPClient(t *testing.T) {
 		c := NewClient(HTTPClient(testoutbound.Dev()))
 		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 		req.Header.Set("User-Agent", "something-else")
-		res, err := c.hc.Do(req)
+		res, err := c.hc.Operator.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -636,7 +637,7 @@ func TestDefaultHTTPClient(t *testing.T) {
 		if req.Header.Get("User-Agent") != "something-else" {
 			t.Fatal("the caller's request was modified")
 		}
-		res, err = c.hc.Get(srv.URL)
+		res, err = c.hc.Operator.Get(srv.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -645,8 +646,8 @@ func TestDefaultHTTPClient(t *testing.T) {
 		if len(agents) != 2 || agents[0] != "something-else" || agents[1] != version.UserAgent() {
 			t.Fatalf("agents %q", agents)
 		}
-		if c.hc.Timeout != 10*time.Second {
-			t.Fatalf("timeout %v", c.hc.Timeout)
+		if c.hc.Operator.Timeout != 10*time.Second {
+			t.Fatalf("timeout %v", c.hc.Operator.Timeout)
 		}
 	})
 
@@ -699,5 +700,45 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	defer c.mu.RUnlock()
 	if c.ntokens != 1 || len(c.tokens) != 1 {
 		t.Fatalf("%d entries after sweep", c.ntokens)
+	}
+}
+
+// Issue #34 item 3: the token endpoint and services of a registration that dynamic
+// registration wrote are called with the client of that source's policy, never the
+// operator's broader one (here the operator's reaches the LMS on loopback); and each
+// source's client gets the same-host redirect rule.
+func TestCallsGoThroughTheClientOfTheRegistrationsSource(t *testing.T) {
+	ts := newTokenServer(t)
+	ns := newNRPSServer(t, ts, nil)
+	ctx := context.Background()
+	dynamic := ts.cred()
+	dynamic.Source = outbound.SourceDynamicRegistration
+
+	operatorOnly := NewClientBySource(outbound.Clients{Operator: HTTPClient(testoutbound.Dev())}) // dynamic: production policy
+	if _, err := operatorOnly.Token(ctx, dynamic, []string{ltiwire.ScopeScore}); !errors.Is(err, ErrURLRefused) {
+		t.Fatalf("a dynamic registration's token under the operator's policy: %v", err)
+	}
+	if _, err := operatorOnly.Memberships(ctx, dynamic, ns.URL(), MembersQuery{}); !errors.Is(err, ErrURLRefused) {
+		t.Fatalf("a dynamic registration's memberships under the operator's policy: %v", err)
+	}
+	if n := len(ts.forms); n != 0 {
+		t.Fatalf("the token endpoint received %d requests", n)
+	}
+	mustToken(t, operatorOnly, ts.cred(), ltiwire.ScopeScore)
+
+	dynamicOnly := NewClientBySource(outbound.Clients{DynamicRegistration: HTTPClient(testoutbound.Dev())})
+	mustToken(t, dynamicOnly, dynamic, ltiwire.ScopeScore)
+	if _, err := dynamicOnly.Token(ctx, ts.cred(), []string{ltiwire.ScopeMembershipReadOnly}); !errors.Is(err, ErrURLRefused) {
+		t.Fatalf("the operator's registration under the production policy: %v", err)
+	}
+
+	evil := newCountingServer(t)
+	lms := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, evil.srv.URL+"/steal", http.StatusTemporaryRedirect)
+	}))
+	defer lms.Close()
+	plain := NewClientBySource(outbound.Clients{DynamicRegistration: &http.Client{}})
+	if _, err := plain.Memberships(ctx, dynamic, lms.URL+"/memberships", MembersQuery{}); !errors.Is(err, ErrForeignURL) || evil.requests.Load() != 0 {
+		t.Fatalf("a redirect to another host with the dynamic registrations' client: %v, %d requests", err, evil.requests.Load())
 	}
 }

@@ -46,6 +46,7 @@ func (t *Tool) credentials(g *grant) (advantage.Credentials, *registry.Platform,
 		// the launch's service hosts: the token goes nowhere else.
 		LaunchScopes: advantage.GrantedScopes(g.AGSScopes, g.MembershipsURL != "", g.impliedScopes()...),
 		ServiceURLs:  urls,
+		Source:       p.Source, // its URLs are fetched under the policy of who supplied them
 	}, p, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ltiop/ltiop/test/utils/testoutbound"
 	"github.com/ltiop/ltiop/webserver/clients/advantage"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
+	"github.com/ltiop/ltiop/webserver/protocol/lti"
 )
 
 // publicRig is a rig whose LTI Advantage client runs the outbound policy of production,
@@ -170,4 +171,32 @@ func TestUpstreamBodiesNotEchoed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The attack of issue #34 item 3: the operator's allowance reaches the LMS (127.0.0.1
+// stands for an on-premises range in outboundAllowCidrs), and a registration dynamic
+// registration wrote (its origin label) names URLs there. Its token endpoint, services and
+// key set are called under dynamic registration's policy, which the rig leaves at the
+// production one: no client assertion is sent, and no launch verifies with its key set.
+func TestDynamicRegistrationNotCalledUnderTheOperatorsAllowance(t *testing.T) {
+	rg := publicRig(t, testoutbound.Public())
+	ltik := rg.launchWith(t, nil) // while the operator's: its key set was fetched and cached
+	var tokenRequests atomic.Int32
+	rg.interceptLMS(t, func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == lmssim.TokenPath {
+			tokenRequests.Add(1)
+		}
+		return false
+	})
+	rg.update(func(pr *ltiv1.PlatformRegistration) {
+		pr.Labels = map[string]string{ltiv1.LabelOrigin: ltiv1.OriginDynamicRegistration}
+	})
+
+	wantNotEchoed(t, rg.call(t, nil, "GET", "/api/memberships", ltikAuth(ltik), nil), http.StatusBadGateway, httpapi.CodeURLNotAllowed)
+	if n := tokenRequests.Load(); n != 0 {
+		t.Fatalf("the token endpoint received %d requests", n)
+	}
+	client := browser()
+	ar := rg.startLogin(t, client, nil)
+	testhttp.WantRefusal(t, rg.postLaunch(t, client, rg.sign(t, rg.claims(ar)), ar.State), http.StatusServiceUnavailable, lti.CodeKeySetUnavailable)
 }

@@ -59,10 +59,12 @@ type Result struct {
 
 // Checker runs the checks.
 type Checker struct {
-	// KeySets fetches key sets as launches do (registry.PeerKeys, with its guarded client).
+	// KeySets fetches key sets as launches do (registry.PeerKeys, with its guarded clients).
 	KeySets *registry.PeerKeys
-	// Client calls the endpoints: an outbound.NewClient, so no check reaches inside the network.
-	Client *http.Client
+	// Clients call the endpoints, each registration's with the client of its source (from
+	// outbound.NewClient), so no check reaches inside the network, nor what only another
+	// source's allowance opens. A source without one gets the production policy.
+	Clients outbound.Clients
 }
 
 // Check runs the three checks of p at once and waits for them (each bounded in time).
@@ -70,24 +72,24 @@ func (c *Checker) Check(ctx context.Context, p *registry.Platform) Result {
 	var res Result
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); res.KeySet = c.keySet(ctx, p.Spec.AuthConfig) }()
+	go func() { defer wg.Done(); res.KeySet = c.keySet(ctx, p.Source, p.Spec.AuthConfig) }()
 	go func() {
 		defer wg.Done()
-		res.AuthenticationEndpoint = c.endpoint(ctx, http.MethodGet, string(p.Spec.AuthenticationEndpoint))
+		res.AuthenticationEndpoint = c.endpoint(ctx, p.Source, http.MethodGet, string(p.Spec.AuthenticationEndpoint))
 	}()
 	go func() {
 		defer wg.Done()
-		res.AccesstokenEndpoint = c.endpoint(ctx, http.MethodPost, string(p.Spec.AccesstokenEndpoint))
+		res.AccesstokenEndpoint = c.endpoint(ctx, p.Source, http.MethodPost, string(p.Spec.AccesstokenEndpoint))
 	}()
 	wg.Wait()
 	return res
 }
 
-func (c *Checker) keySet(ctx context.Context, ac ltiv1.AuthConfig) Probe {
+func (c *Checker) keySet(ctx context.Context, source outbound.Source, ac ltiv1.AuthConfig) Probe {
 	if ac.Method != ltiv1.AuthMethodJWKSet {
 		return Probe{OK: true, Reason: ReasonStaticKey, Detail: fmt.Sprintf("The registration holds the platform's key itself (%s): there is no key set to fetch.", ac.Method)}
 	}
-	n, err := c.KeySets.FetchKeySet(ctx, ac.Key)
+	n, err := c.KeySets.FetchKeySet(ctx, source, ac.Key)
 	switch {
 	case errors.Is(err, registry.ErrNotKeySet):
 		return Probe{Reason: ReasonInvalidSet, Detail: "The key set URL answered something that is not a JSON Web Key Set."}
@@ -101,7 +103,7 @@ func (c *Checker) keySet(ctx context.Context, ac ltiv1.AuthConfig) Probe {
 
 // endpoint calls an LMS endpoint without parameters. Any answer but a 404 or a server
 // error shows it is there: without a login or a client assertion, a 400 or 401 is right.
-func (c *Checker) endpoint(ctx context.Context, method, rawURL string) Probe {
+func (c *Checker) endpoint(ctx context.Context, source outbound.Source, method, rawURL string) Probe {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
 		return Probe{Reason: ReasonInvalidURL, Detail: "The endpoint is not an absolute URL."}
@@ -120,7 +122,7 @@ func (c *Checker) endpoint(ctx context.Context, method, rawURL string) Probe {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	req.Header.Set("User-Agent", version.UserAgent())
-	res, err := c.Client.Do(req)
+	res, err := c.Clients.For(source).Do(req)
 	if err != nil {
 		return failure("endpoint", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/webserver/stores/registry"
 )
 
@@ -263,7 +264,7 @@ func (p *Prober) probe(ctx context.Context, pl *registry.Platform, m *memo) {
 	}
 	var conds []metav1.Condition
 	if reg.Annotations[ltiv1.AnnotationReachabilityProbe] != "off" {
-		res := p.check(ctx, reg.Spec, m)
+		res := p.check(ctx, registry.SourceOf(reg), reg.Spec, m)
 		if ctx.Err() != nil {
 			return // the term ended mid-check: a timeout of ours, not the LMS's
 		}
@@ -311,25 +312,27 @@ func (p *Prober) probe(ctx context.Context, pl *registry.Platform, m *memo) {
 	}
 }
 
-// check runs the three checks of spec, each URL once per round.
-func (p *Prober) check(ctx context.Context, spec ltiv1.PlatformRegistrationSpec, m *memo) Result {
+// check runs the three checks of spec, of a registration of source, each URL once per
+// round and source (a URL one source's policy refuses may be another's to reach).
+func (p *Prober) check(ctx context.Context, source outbound.Source, spec ltiv1.PlatformRegistrationSpec, m *memo) Result {
+	key := func(s string) string { return source.String() + " " + s }
 	var res Result
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		ac := spec.AuthConfig
-		res.KeySet = m.do("keySet "+string(ac.Method)+" "+ac.Key, func() Probe { return p.opts.Checker.keySet(ctx, ac) })
+		res.KeySet = m.do(key("keySet "+string(ac.Method)+" "+ac.Key), func() Probe { return p.opts.Checker.keySet(ctx, source, ac) })
 	}()
 	go func() {
 		defer wg.Done()
 		u := string(spec.AuthenticationEndpoint)
-		res.AuthenticationEndpoint = m.do("GET "+u, func() Probe { return p.opts.Checker.endpoint(ctx, "GET", u) })
+		res.AuthenticationEndpoint = m.do(key("GET "+u), func() Probe { return p.opts.Checker.endpoint(ctx, source, "GET", u) })
 	}()
 	go func() {
 		defer wg.Done()
 		u := string(spec.AccesstokenEndpoint)
-		res.AccesstokenEndpoint = m.do("POST "+u, func() Probe { return p.opts.Checker.endpoint(ctx, "POST", u) })
+		res.AccesstokenEndpoint = m.do(key("POST "+u), func() Probe { return p.opts.Checker.endpoint(ctx, source, "POST", u) })
 	}()
 	wg.Wait()
 	checksTotal.WithLabelValues("keySet", res.KeySet.Reason).Inc()

@@ -56,24 +56,35 @@ const (
 // in platform mode). Key sets (JWK_SET) are fetched and cached; JWK_KEY and RSA_KEY keys
 // are parsed once per registration change.
 type PeerKeys struct {
-	client       *http.Client
+	clients      outbound.Clients
 	now          func() time.Time
 	staleIfError time.Duration
 
 	mu      sync.Mutex
-	sets    map[string]*keySet // by key set URL
-	lru     *list.List         // of *keySet, the most recently used in front
+	sets    map[setKey]*keySet
+	lru     *list.List // of *keySet, the most recently used in front
 	maxSets int
 }
 
-// NewPeerKeys returns a resolver using client for fetches: one from outbound.NewClient,
-// so that a key set URL (or a redirect) cannot reach inside the network. nil: the
-// production policy (https, public addresses only).
+// setKey names a cached key set: its URL, and the source whose policy fetched it, so that
+// a registration of one source is never answered from a fetch another's policy allowed.
+type setKey struct {
+	source outbound.Source
+	url    string
+}
+
+// NewPeerKeys returns a resolver fetching the key sets of the operator's registrations
+// with client, one from outbound.NewClient, so that a key set URL (or a redirect) cannot
+// reach inside the network; nil: the production policy (https, public addresses only).
+// Those of dynamic registrations get the production policy: see NewPeerKeysBySource.
 func NewPeerKeys(client *http.Client) *PeerKeys {
-	if client == nil {
-		client = outbound.NewClient(outbound.Policy{Timeout: fetchTimeout, Target: outbound.TargetJWKS})
-	}
-	return &PeerKeys{client: client, now: time.Now, staleIfError: defaultStaleIfError, sets: map[string]*keySet{}, lru: list.New(), maxSets: maxKeySets}
+	return NewPeerKeysBySource(outbound.Clients{Operator: client})
+}
+
+// NewPeerKeysBySource returns a resolver fetching each registration's key set with the
+// client of its Source. A source without a client gets the production policy.
+func NewPeerKeysBySource(clients outbound.Clients) *PeerKeys {
+	return &PeerKeys{clients: clients, now: time.Now, staleIfError: defaultStaleIfError, sets: map[setKey]*keySet{}, lru: list.New(), maxSets: maxKeySets}
 }
 
 // WithClock makes pk read the time from now (tests, simulations) and returns pk; call it
@@ -84,7 +95,7 @@ func (pk *PeerKeys) WithClock(now func() time.Time) *PeerKeys {
 }
 
 type keySet struct {
-	url  string
+	key  setKey
 	elem *list.Element // in PeerKeys.lru; guarded by PeerKeys.mu
 
 	mu          sync.Mutex // guards the fields below; never held during a fetch
@@ -109,12 +120,12 @@ type fetchCall struct {
 // set; any other error when the key set could not be obtained, an outage on the platform's
 // side rather than a bad token (T-JWKS-03).
 func (pk *PeerKeys) PlatformKey(ctx context.Context, p *Platform, kid string) (*rsa.PublicKey, error) {
-	return pk.keyOf(ctx, p.ID, p.Spec.AuthConfig, &p.static, kid)
+	return pk.keyOf(ctx, p.Source, p.ID, p.Spec.AuthConfig, &p.static, kid)
 }
 
-// keyOf resolves kid for a registration whose key is ac: the static key parsed once per
-// change (JWK_KEY, RSA_KEY) or a key of the fetched set (JWK_SET).
-func (pk *PeerKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, static *staticKey, kid string) (*rsa.PublicKey, error) {
+// keyOf resolves kid for a registration of source whose key is ac: the static key parsed
+// once per change (JWK_KEY, RSA_KEY) or a key of the fetched set (JWK_SET).
+func (pk *PeerKeys) keyOf(ctx context.Context, source outbound.Source, id string, ac ltiv1.AuthConfig, static *staticKey, kid string) (*rsa.PublicKey, error) {
 	switch ac.Method {
 	case ltiv1.AuthMethodRSAKey, ltiv1.AuthMethodJWKKey:
 		if static.key == nil {
@@ -125,22 +136,23 @@ func (pk *PeerKeys) keyOf(ctx context.Context, id string, ac ltiv1.AuthConfig, s
 		}
 		return static.key, nil
 	case ltiv1.AuthMethodJWKSet:
-		return pk.fromSet(ctx, ac.Key, kid)
+		return pk.fromSet(ctx, setKey{source: source, url: ac.Key}, kid)
 	default:
 		return nil, fmt.Errorf("registration %s: unsupported key method %q", id, ac.Method)
 	}
 }
 
-func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKey, error) {
+func (pk *PeerKeys) fromSet(ctx context.Context, sk setKey, kid string) (*rsa.PublicKey, error) {
+	url := sk.url
 	pk.mu.Lock()
-	set := pk.sets[url]
+	set := pk.sets[sk]
 	if set == nil {
 		if len(pk.sets) >= pk.maxSets {
 			pk.evictOne()
 		}
-		set = &keySet{url: url}
+		set = &keySet{key: sk}
 		set.elem = pk.lru.PushFront(set)
-		pk.sets[url] = set
+		pk.sets[sk] = set
 	} else {
 		pk.lru.MoveToFront(set.elem)
 	}
@@ -170,7 +182,7 @@ func (pk *PeerKeys) fromSet(ctx context.Context, url, kid string) (*rsa.PublicKe
 		set.lastFetch = now
 		// Detached from the caller: its leaving must not cancel the fetch the others
 		// wait on; fetch bounds it with its own timeout.
-		go pk.runFetch(context.WithoutCancel(ctx), url, set, call)
+		go pk.runFetch(context.WithoutCancel(ctx), set, call)
 	} else if set.waiters >= maxKeySetWaiters {
 		key, err := pk.stale(set, kid, now, fmt.Errorf("key set %s: too many lookups waiting on its fetch", url))
 		set.mu.Unlock()
@@ -213,7 +225,7 @@ func (pk *PeerKeys) evictOne() {
 		}
 	}
 	if victim != nil {
-		delete(pk.sets, pk.lru.Remove(victim).(*keySet).url)
+		delete(pk.sets, pk.lru.Remove(victim).(*keySet).key)
 	}
 }
 
@@ -236,8 +248,8 @@ func (pk *PeerKeys) stale(set *keySet, kid string, now time.Time, err error) (*r
 }
 
 // runFetch performs call and records its result in set.
-func (pk *PeerKeys) runFetch(ctx context.Context, url string, set *keySet, call *fetchCall) {
-	keys, ttl, err := pk.fetch(ctx, url)
+func (pk *PeerKeys) runFetch(ctx context.Context, set *keySet, call *fetchCall) {
+	keys, ttl, err := pk.fetch(ctx, set.key.source, set.key.url)
 	set.mu.Lock()
 	now := pk.now()
 	if err != nil {
@@ -261,16 +273,16 @@ func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Status) }
 // ErrNotKeySet is the error of an answer that is not a JSON Web Key Set (errors.Is).
 var ErrNotKeySet = errors.New("not a JSON Web Key Set")
 
-// FetchKeySet fetches the key set at url now, as a launch would but without the cache
-// (neither read nor filled), and returns how many usable signing keys it holds: the
-// registration check (POST /api/platforms/{id}/check).
-func (pk *PeerKeys) FetchKeySet(ctx context.Context, url string) (int, error) {
-	keys, _, err := pk.fetch(ctx, url)
+// FetchKeySet fetches the key set at url, of a registration of source, now, as a launch
+// would but without the cache (neither read nor filled), and returns how many usable
+// signing keys it holds: the registration check (POST /api/platforms/{id}/check).
+func (pk *PeerKeys) FetchKeySet(ctx context.Context, source outbound.Source, url string) (int, error) {
+	keys, _, err := pk.fetch(ctx, source, url)
 	return len(keys), err
 }
 
-// fetch loads a key set and its cache lifetime.
-func (pk *PeerKeys) fetch(ctx context.Context, url string) (map[string]*rsa.PublicKey, time.Duration, error) {
+// fetch loads a key set and its cache lifetime, with the client of source's policy.
+func (pk *PeerKeys) fetch(ctx context.Context, source outbound.Source, url string) (map[string]*rsa.PublicKey, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(outbound.WithTarget(ctx, outbound.TargetJWKS), fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -279,7 +291,7 @@ func (pk *PeerKeys) fetch(ctx context.Context, url string) (map[string]*rsa.Publ
 	}
 	req.Header.Set("Accept", "application/json, application/jwk-set+json")
 	req.Header.Set("User-Agent", version.UserAgent())
-	res, err := pk.client.Do(req)
+	res, err := pk.clients.For(source).Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("fetching key set %s: %w", outbound.RedactURL(url), outbound.Redact(err))
 	}

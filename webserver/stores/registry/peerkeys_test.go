@@ -269,7 +269,7 @@ func TestKeySetWaitersAreBounded(t *testing.T) {
 		})
 	}
 	<-arrived
-	set := func() *keySet { pk.mu.Lock(); defer pk.mu.Unlock(); return pk.sets[url] }()
+	set := func() *keySet { pk.mu.Lock(); defer pk.mu.Unlock(); return pk.sets[setKey{url: url}] }()
 	for {
 		set.mu.Lock()
 		n := set.waiters

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,6 +23,7 @@ import (
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/keys"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/registration"
 )
 
@@ -50,6 +52,9 @@ type Platform struct {
 	// KeySetAlias also names the registration's key set (paths.KeySet): the name dynamic
 	// registration gave its LMS when it re-registered an existing registration.
 	KeySetAlias string
+	// Source is who supplied its URLs (the origin label): its key set, token endpoint and
+	// services are fetched under that source's outbound policy.
+	Source outbound.Source
 
 	// The public key PEM and kid the controller recorded in status: the PEM that
 	// PublicKeyPEM answers while it names Key, shared with the informer's object.
@@ -229,6 +234,16 @@ func (r *Registry) AwaitingActivation() int {
 	return r.awaiting
 }
 
+// SourceOf says who supplied the URLs of a registration (a PlatformRegistration or a
+// ToolRegistration): dynamic registration when its origin label says so, else the
+// operator. They are fetched under that source's outbound policy.
+func SourceOf(reg metav1.Object) outbound.Source {
+	if reg.GetLabels()[ltiv1.LabelOrigin] == ltiv1.OriginDynamicRegistration {
+		return outbound.SourceDynamicRegistration
+	}
+	return outbound.SourceOperator
+}
+
 // ---- informer callbacks ----
 
 // Apply records a PlatformRegistration (an informer's add or update). Exported so the
@@ -250,6 +265,7 @@ func (r *Registry) Apply(obj any) {
 		Health:             reg.Status.LaunchHealth.DeepCopy(),
 		AwaitingActivation: reg.AwaitingActivation(),
 		KeySetAlias:        reg.Annotations[ltiv1.AnnotationKeySetAlias],
+		Source:             SourceOf(reg),
 		statusKID:          reg.Status.KID,
 		statusPublicKey:    reg.Status.PublicKey,
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/registration"
 )
 
@@ -37,6 +38,9 @@ type Tool struct {
 	Judged bool
 	// Health is status.launchHealth: the last launch and the last refusal, nil if none yet.
 	Health *ltiv1.LaunchHealth
+	// Source is who supplied its URLs (the origin label): its key set is fetched under
+	// that source's outbound policy.
+	Source outbound.Source
 
 	// The spec's redirect URIs and scopes as strings, converted once per change.
 	redirectURIs, scopes []string
@@ -113,7 +117,7 @@ func (ts *Tools) Apply(obj any) {
 		ID: reg.Name, Namespace: reg.Namespace, UID: reg.UID, Generation: reg.Generation,
 		Created: reg.CreationTimestamp.Time, Spec: *reg.Spec.DeepCopy(),
 		ClientID: reg.EffectiveClientID(), DeploymentID: reg.Spec.Deployment(),
-		Health: reg.Status.LaunchHealth.DeepCopy(),
+		Health: reg.Status.LaunchHealth.DeepCopy(), Source: SourceOf(reg),
 	}
 	ts.mu.RLock()
 	if old := ts.byID[reg.Name]; old != nil {
@@ -224,5 +228,5 @@ func olderTool(a, b *Tool) bool { return registration.Older(a.Created, a.ID, b.C
 // ToolKey returns the key of tool t with the given kid: its static key, or one from its
 // key set (fetched and cached like the platforms' key sets).
 func (pk *PeerKeys) ToolKey(ctx context.Context, t *Tool, kid string) (*rsa.PublicKey, error) {
-	return pk.keyOf(ctx, t.ID, t.Spec.AuthConfig, &t.static, kid)
+	return pk.keyOf(ctx, t.Source, t.ID, t.Spec.AuthConfig, &t.static, kid)
 }
