@@ -66,6 +66,23 @@ func (pc *PlatformConfig) TokenAudience() string {
 	return pc.TokenEndpoint
 }
 
+// URLMember is a member of a platform's configuration that holds a URL.
+type URLMember struct{ Name, URL string }
+
+// FetchedURLs are the configuration's URLs that ltiop calls itself, now or later:
+// registration_endpoint (the registration), jwks_uri (launches), token_endpoint (service
+// calls) and authorization_endpoint (launches only send the browser there, but the
+// registration check, POST /api/platforms/{id}/check, calls it). The issuer and
+// authorization_server are names, never fetched.
+func (pc *PlatformConfig) FetchedURLs() []URLMember {
+	return []URLMember{
+		{"registration_endpoint", pc.RegistrationEndpoint},
+		{"jwks_uri", pc.JWKSURI},
+		{"token_endpoint", pc.TokenEndpoint},
+		{"authorization_endpoint", pc.AuthorizationEndpoint},
+	}
+}
+
 // IsCanvas reports whether the platform says it is Canvas.
 func (pc *PlatformConfig) IsCanvas() bool {
 	return pc != nil && strings.EqualFold(pc.ProductFamilyCode, "canvas")

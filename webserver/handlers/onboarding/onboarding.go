@@ -149,6 +149,10 @@ func (o *Onboarding) register(w http.ResponseWriter, r *http.Request) {
 		o.fail(w, r, registrationError(r.Context(), err))
 		return
 	}
+	if herr := o.checkURLs(r.Context(), pc); herr != nil {
+		o.fail(w, r, herr)
+		return
+	}
 	if o.opts.PreApprovalURL != "" {
 		id, err := o.keyring.Seal(sessions.PurposeRegistration,
 			mustJSON(pending{ConfigURL: configURL, Token: token, Config: pc.Raw}), pendingTTL)
@@ -176,6 +180,9 @@ func (o *Onboarding) register(w http.ResponseWriter, r *http.Request) {
 // The platform is told the registration's own key-set URL, so the registration's name is
 // picked before the platform answers with the client_id.
 func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, token, name string, active bool, messages []MessageChoice) (string, *httpapi.Error) {
+	if herr := o.checkURLs(ctx, pc); herr != nil { // again: a pre-approval may outlive a change of policy
+		return "", herr
+	}
 	keySetID := writes.NewRegistrationName(pc.Issuer)
 	types, placements := messageTypes(messages)
 	reg := dynreg.BuildRegistration(o.opts.Tool, pc, types, keySetID)
@@ -185,6 +192,23 @@ func (o *Onboarding) complete(ctx context.Context, pc *dynreg.PlatformConfig, to
 		return "", registrationError(ctx, err)
 	}
 	return o.upsert(ctx, pc, registered, name, active, keySetID)
+}
+
+// checkURLs refuses a platform whose configuration names a URL ltiop fetches (FetchedURLs)
+// that dynamic registration's policy refuses: a registration it writes is labelled as its
+// own, so its key set, token endpoint and endpoints are fetched under that policy later,
+// never under outboundAllowCidrs (issue #34 §3). The check is the policy's before any
+// request (scheme, an IP address it refuses); host names are judged when dialled, now
+// and at every later fetch. The answer names the member, never the URL or the address.
+func (o *Onboarding) checkURLs(ctx context.Context, pc *dynreg.PlatformConfig) *httpapi.Error {
+	for _, m := range pc.FetchedURLs() {
+		if err := o.opts.Outbound.Check(m.URL); err != nil {
+			log.FromContext(ctx).Info("dynamic registration refused", "code", httpapi.CodeURLNotAllowed, "member", m.Name, "reason", err.Error())
+			return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeURLNotAllowed, "The platform's "+m.Name+
+				" is not allowed by ltiop's outbound policy for dynamic registration: it must be https and not name a loopback, private or metadata address (dynamicRegistration.allowCidrs).")
+		}
+	}
+	return nil
 }
 
 // upsert writes the registration: registering the same (issuer, client_id) again updates

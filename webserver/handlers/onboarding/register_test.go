@@ -1,8 +1,11 @@
 package onboarding_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -23,6 +26,7 @@ import (
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/simulators/lmssim"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 var scriptNonce = regexp.MustCompile(`<script nonce="([^"]+)"`)
@@ -374,5 +378,65 @@ func TestRecordDeployment(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := h.statusWrites.Passed(); n != writes {
 		t.Fatalf("%d status writes for a known deployment", n-writes)
+	}
+}
+
+// serveConfiguration makes the LMS serve its OpenID configuration with member set to value.
+func (h *harness) serveConfiguration(member, value string) {
+	h.interceptLMS(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != lmssim.OpenIDConfigurationPath {
+			return false
+		}
+		doc := h.lms.OpenIDConfiguration()
+		doc[member] = value
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(doc)
+		return true
+	})
+}
+
+// The attack of issue #34 item 3 through anonymous /lti/register: the LMS's configuration
+// names a key set, token endpoint or authorization endpoint at a private address (the
+// Kubernetes API's Service address). ltiop would call them at launches, service calls and
+// registration checks, under dynamic registration's policy (the origin label it writes),
+// so they must pass that policy now: refused, naming the member but not the address,
+// before anything is registered with the platform or stored, with pre-approval too.
+func TestRegisterRefusesPlatformURLsOutsideDynamicRegistrationsPolicy(t *testing.T) {
+	for _, member := range []string{"jwks_uri", "token_endpoint", "authorization_endpoint"} {
+		for _, approval := range []bool{false, true} {
+			t.Run(fmt.Sprint(member, " pre-approval ", approval), func(t *testing.T) {
+				h := newHarness(t, func(c *harnessConfig) {
+					if approval {
+						preApproval(c)
+					}
+				})
+				h.serveConfiguration(member, "http://10.96.0.1/api/v1/secrets")
+				res := h.open(h.start(), true)
+				desc := testhttp.WantRefusal(t, res, http.StatusBadRequest, httpapi.CodeURLNotAllowed)
+				if !strings.Contains(desc, member) || strings.Contains(res.Body, "10.96") {
+					t.Fatalf("description %q: must name %s and not the address", desc, member)
+				}
+				if n := len(h.lms.Registrations()); n != 0 || len(h.stored()) != 0 {
+					t.Fatalf("registered %d times, stored %d", n, len(h.stored()))
+				}
+			})
+		}
+	}
+}
+
+// Within dynamicRegistration.allowCidrs (an on-premises LMS's key set), the registration
+// is written, labelled as dynamic registration's: its URLs are fetched under that
+// allowance later too.
+func TestRegisterAcceptsPlatformURLsWithinDynamicRegistrationsAllowance(t *testing.T) {
+	h := newHarness(t, func(c *harnessConfig) {
+		c.opts.Outbound.AllowPrefixes = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}
+	})
+	h.serveConfiguration("jwks_uri", "http://10.96.0.1/jwks")
+	if res := h.open(h.start(), false); res.Status != http.StatusOK {
+		t.Fatalf("register: %d %s", res.Status, res.Body)
+	}
+	pr := h.only()
+	if pr.Spec.AuthConfig.Key != "http://10.96.0.1/jwks" || pr.Labels[ltiv1.LabelOrigin] != ltiv1.OriginDynamicRegistration {
+		t.Fatalf("stored %v %+v", pr.Labels, pr.Spec.AuthConfig)
 	}
 }
