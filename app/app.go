@@ -353,7 +353,8 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	}, webserver.Handlers{
 		APIKey: apiKey, Keys: toolmode.Keys(reg), KeySet: toolmode.KeySet(reg), Tool: tool, Onboarding: onboard, OAuth: broker,
 		Platform: platform, Platforms: platforms, Tools: toolsAPI,
-		ToolDynReg: &admin.ToolDynReg{Tools: toolsAPI, Sealer: keyring, Replays: replays, Issuer: pm.Issuer, PublicURL: cfg.PublicURL},
+		ToolDynReg: &admin.ToolDynReg{Tools: toolsAPI, Sealer: keyring, Replays: replays, Issuer: pm.Issuer, PublicURL: cfg.PublicURL,
+			Outbound: out.dynReg},
 	},
 		webserver.ReadinessCheck{Name: "registrations", Ready: reg.HasSynced, Waiting: "Registrations are still loading."},
 		webserver.ReadinessCheck{Name: "sealing-keys", Ready: keyring.Ready, Waiting: "The sealing keys (Secret " + cfg.ServiceSecret + ") are not loaded yet."},

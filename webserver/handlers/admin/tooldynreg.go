@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"mime"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/internal/paths"
 	"github.com/ltiop/ltiop/internal/replay"
 	"github.com/ltiop/ltiop/internal/urls"
@@ -36,6 +39,10 @@ type ToolDynReg struct {
 	Replays replay.Store
 	// Issuer is the platform issuer; PublicURL ltiop's external base URL.
 	Issuer, PublicURL string
+	// Outbound is dynamic registration's outbound policy (dynamicRegistration.allowCidrs):
+	// the tool's key set URL must pass it, since it is fetched under it (the origin label
+	// the registration gets). The zero value is the production policy.
+	Outbound outbound.Policy
 	// TokenTTL is how long a registration token opens (DefaultRegistrationTokenTTL when 0).
 	TokenTTL time.Duration
 	// Now is the clock (time.Now when nil).
@@ -70,6 +77,9 @@ type StartRequest struct {
 	// ToolID, when given, is the ID (metadata.name) the registration gets; else one is
 	// generated (tool-…).
 	ToolID string `json:"toolId,omitempty"`
+	// Scopes, when given, caps the scopes the tool may get: it is granted those it asks
+	// for that are listed here ([] grants none). Absent: any ltiop serves (knownScopes).
+	Scopes *[]string `json:"scopes,omitempty"`
 }
 
 // StartAnswer is the answer of POST /api/tools/registrations.
@@ -87,6 +97,8 @@ type StartAnswer struct {
 type registrationGrant struct {
 	PreApproved bool   `json:"p,omitempty"`
 	ToolID      string `json:"t,omitempty"`
+	// Scopes is StartRequest.Scopes: nil when the integrator set no cap.
+	Scopes *[]string `json:"s,omitempty"`
 	// InitiationURL is the tool's initiation URL with its parameters: what the
 	// registration page frames.
 	InitiationURL string `json:"u,omitempty"`
@@ -112,6 +124,14 @@ func (d *ToolDynReg) Start(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if req.Scopes != nil {
+		for i, sc := range *req.Scopes {
+			if !slices.Contains(knownScopes, ltiv1.Scope(sc)) {
+				httpapi.WriteError(w, badParameter(fmt.Sprintf("scopes[%d]: %q is not an NRPS or AGS scope.", i, sc)))
+				return
+			}
+		}
+	}
 	ttl := d.TokenTTL
 	if ttl <= 0 {
 		ttl = DefaultRegistrationTokenTTL
@@ -122,7 +142,7 @@ func (d *ToolDynReg) Start(w http.ResponseWriter, r *http.Request) {
 	q.Set("openid_configuration", config)
 	// The token goes into the initiation URL, which goes into the token: seal a first token
 	// for the URL, then the page's token with the URL in it. Both open the registration.
-	b, _ := json.Marshal(registrationGrant{PreApproved: req.PreApproved, ToolID: req.ToolID}) // a bool and a string: cannot fail
+	b, _ := json.Marshal(registrationGrant{PreApproved: req.PreApproved, ToolID: req.ToolID, Scopes: req.Scopes}) // a bool and strings: cannot fail
 	token, err := d.Sealer.Seal(sessions.PurposeToolRegistration, b, ttl)
 	if err != nil {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeNotReady, "The sealing keys are not loaded yet."))
@@ -294,7 +314,7 @@ func registrationError(w http.ResponseWriter, status int, code, desc string) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	}
 	oauth := "invalid_client_metadata"
-	if code != CodeInvalidClientMetadata {
+	if code != CodeInvalidClientMetadata && code != httpapi.CodeURLNotAllowed {
 		oauth = "invalid_token"
 	}
 	httpapi.WriteJSON(w, status, oidcRegistrationError{Error: oauth, ErrorDescription: code + ": " + desc})
@@ -303,7 +323,9 @@ func registrationError(w http.ResponseWriter, status int, code, desc string) {
 // Register answers POST /lti/platform/register: the tool's registration request with the
 // registration token as Bearer. It validates the request (the redirect URIs, key set URL,
 // scopes, messages, custom parameters), creates the ToolRegistration (active only when
-// pre-approved) and answers the registration with client_id and deployment_id.
+// pre-approved, labelled as dynamic registration's) and answers the registration with
+// client_id, deployment_id and the scopes granted: those asked for within the cap the
+// integrator set when starting it.
 func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
@@ -333,10 +355,25 @@ func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 		registrationError(w, http.StatusBadRequest, CodeInvalidClientMetadata, problem)
 		return
 	}
+	if g.Scopes != nil { // the integrator's cap: what it leaves out is not granted (DR 1.0 §3.6.2)
+		treq.Scopes = slices.DeleteFunc(treq.Scopes, func(s string) bool { return !slices.Contains(*g.Scopes, s) })
+	}
 	spec, he := d.Tools.validate(treq, nil)
 	if he != nil {
 		registrationError(w, http.StatusBadRequest, CodeInvalidClientMetadata, he.Description)
 		return
+	}
+	// The key set is the one URL of the tool that ltiop fetches itself (the login,
+	// redirect and target link URLs only the browser visits): the registration is
+	// labelled as dynamic registration's, so it is fetched under that policy, which it
+	// must pass now rather than fail at every launch. Host names are judged when dialled.
+	if spec.AuthConfig.Method == ltiv1.AuthMethodJWKSet {
+		if err := d.Outbound.Check(spec.AuthConfig.Key); err != nil {
+			log.FromContext(r.Context()).Info("tool registration refused", "code", httpapi.CodeURLNotAllowed, "field", "jwks_uri", "reason", err.Error())
+			registrationError(w, http.StatusBadRequest, httpapi.CodeURLNotAllowed,
+				"jwks_uri is not allowed by this platform's outbound policy for dynamic registration: it must be https and not name a loopback, private or metadata address.")
+			return
+		}
 	}
 	// The token is good for one registration: used up only by one that is written.
 	if first, err := d.Replays.Use(r.Context(), "tool-registration\x00"+o.ID, o.Expires, now); err != nil {
@@ -346,7 +383,7 @@ func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 		registrationError(w, http.StatusUnauthorized, CodeRegistrationTokenUsed, "this registration token was already used.")
 		return
 	}
-	reg, he := d.Tools.create(r.Context(), spec, g.ToolID)
+	reg, he := d.Tools.create(r.Context(), spec, g.ToolID, map[string]string{ltiv1.LabelOrigin: ltiv1.OriginDynamicRegistration})
 	if he != nil {
 		httpapi.WriteError(w, he)
 		return
@@ -403,12 +440,13 @@ func (req *clientRegistration) toToolRequest(active bool) (*ToolRequest, string)
 	return out, ""
 }
 
-// create writes a new ToolRegistration of spec (named name, or generated) and returns it.
-func (h *Tools) create(ctx context.Context, spec *ltiv1.ToolRegistrationSpec, name string) (*ltiv1.ToolRegistration, *httpapi.Error) {
+// create writes a new ToolRegistration of spec (named name, or generated) with labels and
+// returns it.
+func (h *Tools) create(ctx context.Context, spec *ltiv1.ToolRegistrationSpec, name string, labels map[string]string) (*ltiv1.ToolRegistration, *httpapi.Error) {
 	if e := h.duplicate(spec, ""); e != nil {
 		return nil, e
 	}
-	reg, err := writes.CreateTool(ctx, h.Client, h.Namespace, name, spec)
+	reg, err := writes.CreateTool(ctx, h.Client, h.Namespace, name, spec, labels)
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, httpapi.Errorf(http.StatusConflict, CodeToolExists, "A tool with the ID "+reg.Name+" exists.")

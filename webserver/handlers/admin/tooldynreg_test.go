@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/internal/outbound"
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/test/utils/testhttp"
 	"github.com/ltiop/ltiop/webserver/handlers/admin"
+	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
 )
 
 // start begins a registration as the integrator does and returns the answer.
@@ -204,3 +208,124 @@ func TestToolRegistrationPage(t *testing.T) {
 		}
 	}
 }
+
+// registration is the body a tool posts to /lti/platform/register: its login, redirect
+// and target link URLs on pages, its key set at jwks.
+func registration(pages, jwks string, scopes ...string) map[string]any {
+	return map[string]any{
+		"application_type": "web", "response_types": []string{"id_token"}, "grant_types": []string{"implicit", "client_credentials"},
+		"initiate_login_uri": pages + "/login", "redirect_uris": []string{pages + "/launch"}, "client_name": "a tool",
+		"jwks_uri": jwks, "token_endpoint_auth_method": "private_key_jwt", "scope": strings.Join(scopes, " "),
+		"https://purl.imsglobal.org/spec/lti-tool-configuration": map[string]any{"domain": "tool.example.com", "target_link_uri": pages + "/launch"},
+	}
+}
+
+// register posts body as a tool does, with the registration token of a.
+func (h *toolsHarness) register(a admin.StartAnswer, body map[string]any) testhttp.Reply {
+	h.t.Helper()
+	return testhttp.Do(h.t, http.DefaultClient, testhttp.NewRequest(h.t, "POST", h.api.URL+"/lti/platform/register", body,
+		"Authorization", "Bearer "+a.RegistrationToken))
+}
+
+// The attack of issue #34 item 3: a tool registering itself names a key set inside the
+// cluster (the Kubernetes API's Service address, the metadata service). ltiop fetches
+// it at every launch of the tool under dynamic registration's policy, so it is refused
+// now, with the DR error shape naming jwks_uri: nothing written, the token not spent.
+func TestToolRegistrationKeySetOutsideDynamicRegistrationsPolicyRefused(t *testing.T) {
+	h := newToolsHarness(t)
+	a := h.start(false)
+	before := h.writes.Passed()
+	for _, jwks := range []string{"https://10.96.0.1/api/v1/namespaces/kube-system/secrets", "https://169.254.169.254/latest/meta-data/", "https://[fd00:ec2::254]/"} {
+		r := h.register(a, registration("https://tool.example.com", jwks))
+		var e struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		_ = json.Unmarshal([]byte(r.Body), &e)
+		if r.Status != http.StatusBadRequest || e.Error != "invalid_client_metadata" ||
+			!strings.HasPrefix(e.Description, "URL_NOT_ALLOWED: jwks_uri") || strings.Contains(r.Body, "10.96") {
+			t.Errorf("%s: %d %s", jwks, r.Status, r.Body)
+		}
+	}
+	if n := h.writes.Passed() - before; n != 0 {
+		t.Fatalf("%d refused registrations were written", n)
+	}
+	// The token is not spent; the URLs only the browser visits are not the policy's.
+	r := h.register(a, registration("https://10.96.0.1", "https://tool.example.com/jwks"))
+	if r.Status != http.StatusOK {
+		t.Fatalf("a tool whose pages are on a private address: %d %s", r.Status, r.Body)
+	}
+}
+
+// Within dynamicRegistration.allowCidrs, the tool's key set is accepted; every tool that
+// registered itself is labelled as dynamic registration's, so its key set is fetched
+// under that allowance (registry.SourceOf), never outboundAllowCidrs.
+func TestToolRegistrationLabelledAsDynamicRegistrations(t *testing.T) {
+	h := newToolsHarness(t)
+	h.dynreg.Outbound = outbound.Policy{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16")}}
+	for _, jwks := range []string{"https://tool.example.com/jwks", "https://10.20.0.5/jwks"} {
+		r := h.register(h.start(false), registration("https://tool.example.com", jwks))
+		var answer struct {
+			ClientID string `json:"client_id"`
+		}
+		if err := json.Unmarshal([]byte(r.Body), &answer); err != nil || r.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", jwks, r.Status, r.Body)
+		}
+		got := h.tools.ByClientID(answer.ClientID)
+		if got == nil || got.Source != outbound.SourceDynamicRegistration || got.Spec.AuthConfig.Key != jwks ||
+			h.stored(got.ID).Labels[ltiv1.LabelOrigin] != ltiv1.OriginDynamicRegistration {
+			t.Fatalf("%s: registered %+v", jwks, got)
+		}
+	}
+	// A tool the integrator writes is the operator's.
+	if r := h.call("POST", "/api/tools", toolBody("by-api", "by-api")); r.Status != http.StatusCreated ||
+		h.tools.Get("by-api").Source != outbound.SourceOperator || len(h.stored("by-api").Labels) != 0 {
+		t.Fatalf("by the API: %d %s", r.Status, r.Body)
+	}
+}
+
+// Issue #34 item 1: the integrator caps the scopes a tool registering itself may get
+// (DR 1.0 §3.6.2: those not granted are left out of the answer). A tool asking for every
+// scope gets the cap; [] grants none; without a cap, all ltiop serves.
+func TestToolRegistrationScopeCap(t *testing.T) {
+	h := newToolsHarness(t)
+	every := append([]string{"openid"}, scopeStrings...)
+	for _, tc := range []struct {
+		name string
+		cap  any // the start request's scopes; nil: absent
+		want []string
+	}{
+		{"capped", []string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSScore)}, []string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSScore)}},
+		{"none", []string{}, nil},
+		{"no cap", nil, scopeStrings},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := map[string]any{"initiationUrl": "https://tool.example.com/r"}
+			if tc.cap != nil {
+				start["scopes"] = tc.cap
+			}
+			r := h.call("POST", "/api/tools/registrations", start)
+			var a admin.StartAnswer
+			if err := json.Unmarshal([]byte(r.Body), &a); err != nil || r.Status != http.StatusCreated {
+				t.Fatalf("start: %d %s", r.Status, r.Body)
+			}
+			reg, err := newRegisteringTool(t).Register(context.Background(), a.URL, "https://tool.example.com", every, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := h.tools.ByClientID(reg.ClientID)
+			if reg.Scope != strings.Join(tc.want, " ") || got == nil || !slices.Equal(got.Scopes(), tc.want) {
+				t.Fatalf("granted %q, stored %v, want %v", reg.Scope, got.Scopes(), tc.want)
+			}
+		})
+	}
+	r := h.call("POST", "/api/tools/registrations", map[string]any{"initiationUrl": "https://tool.example.com/r",
+		"scopes": []string{"https://purl.imsglobal.org/spec/lti/scope/noticehandlers"}})
+	if desc := testhttp.WantError(t, r, http.StatusBadRequest, httpapi.CodeInvalidParameters); !strings.Contains(desc, "scopes[0]") {
+		t.Fatalf("a cap with a scope ltiop does not serve: %s", desc)
+	}
+}
+
+// scopeStrings are the scopes a tool may be given, in knownScopes' order.
+var scopeStrings = []string{string(ltiv1.ScopeNRPSMembership), string(ltiv1.ScopeAGSLineItem), string(ltiv1.ScopeAGSLineItemRead),
+	string(ltiv1.ScopeAGSResultRead), string(ltiv1.ScopeAGSScore)}

@@ -118,7 +118,7 @@ func (h *Tools) Create(w http.ResponseWriter, r *http.Request) {
 		}
 		name = *req.ID
 	}
-	reg, herr := h.create(r.Context(), spec, name)
+	reg, herr := h.create(r.Context(), spec, name, nil)
 	if herr != nil {
 		httpapi.WriteError(w, herr)
 		return

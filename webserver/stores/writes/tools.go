@@ -15,11 +15,11 @@ import (
 // ErrEncoding means a write's body could not be encoded: nothing was sent.
 var ErrEncoding = errors.New("the write could not be encoded")
 
-// CreateTool creates a ToolRegistration of spec as ManagerAPI, named name or, when name is
-// empty, with a name the API server generates (tool-…).
-func CreateTool(ctx context.Context, c client.Client, namespace, name string, spec *ltiv1.ToolRegistrationSpec) (*ltiv1.ToolRegistration, error) {
+// CreateTool creates a ToolRegistration of spec with labels as ManagerAPI, named name or,
+// when name is empty, with a name the API server generates (tool-…).
+func CreateTool(ctx context.Context, c client.Client, namespace, name string, spec *ltiv1.ToolRegistrationSpec, labels map[string]string) (*ltiv1.ToolRegistration, error) {
 	reg := &ltiv1.ToolRegistration{Spec: *spec}
-	reg.Namespace, reg.Name = namespace, name
+	reg.Namespace, reg.Name, reg.Labels = namespace, name, labels
 	if name == "" {
 		reg.GenerateName = "tool-"
 	}
