@@ -371,7 +371,7 @@ func (d *ToolDynReg) Register(w http.ResponseWriter, r *http.Request) {
 		if err := d.Outbound.Check(spec.AuthConfig.Key); err != nil {
 			log.FromContext(r.Context()).Info("tool registration refused", "code", httpapi.CodeURLNotAllowed, "field", "jwks_uri", "reason", err.Error())
 			registrationError(w, http.StatusBadRequest, httpapi.CodeURLNotAllowed,
-				"jwks_uri is not allowed by this platform's outbound policy for dynamic registration: it must be https and not name a loopback, private or metadata address.")
+				"jwks_uri is not allowed by this platform's outbound policy for dynamic registration: an https URL (http in dev mode) that names no loopback, private or metadata address it does not allow.")
 			return
 		}
 	}

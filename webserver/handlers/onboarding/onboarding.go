@@ -205,7 +205,7 @@ func (o *Onboarding) checkURLs(ctx context.Context, pc *dynreg.PlatformConfig) *
 		if err := o.opts.Outbound.Check(m.URL); err != nil {
 			log.FromContext(ctx).Info("dynamic registration refused", "code", httpapi.CodeURLNotAllowed, "member", m.Name, "reason", err.Error())
 			return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeURLNotAllowed, "The platform's "+m.Name+
-				" is not allowed by ltiop's outbound policy for dynamic registration: it must be https and not name a loopback, private or metadata address (dynamicRegistration.allowCidrs).")
+				" is not allowed by ltiop's outbound policy for dynamic registration: an https URL (http in dev mode) that names no loopback, private or metadata address dynamicRegistration.allowCidrs does not list.")
 		}
 	}
 	return nil
