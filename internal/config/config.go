@@ -110,9 +110,9 @@ type Config struct {
 	// PlatformData configures the integrator's platform data API (platformdata.go).
 	PlatformData PlatformData `json:"platformData"`
 	// OutboundAllowLoopback exempts loopback from the SSRF guard of every outbound call;
-	// OutboundAllowCIDRs exempts ranges for the URLs of registrations (key sets, tokens,
-	// NRPS, AGS, OAuth2, assets), not for the webhook or dynamic registration. Dev mode
-	// implies OutboundAllowLoopback.
+	// OutboundAllowCIDRs exempts ranges for the URLs of the operator's registrations (key
+	// sets, tokens, NRPS, AGS, OAuth2, assets), not for the webhook, dynamic registration or
+	// the registrations it wrote. Dev mode implies OutboundAllowLoopback.
 	OutboundAllowLoopback bool     `json:"outboundAllowLoopback"`
 	OutboundAllowCIDRs    []string `json:"outboundAllowCidrs"`
 	// IntegratorAllowCIDRs are the private ranges of the calls to the integrator (the
@@ -170,8 +170,10 @@ type DynamicRegistration struct {
 	RequireToken   bool   `json:"requireToken"`
 	TokenSecret    string `json:"tokenSecret"`
 	TokenSecretKey string `json:"tokenSecretKey"`
-	// AllowCIDRs are the private ranges /lti/register may fetch from (an on-premises LMS):
-	// its URLs come from an anonymous request, so outboundAllowCidrs does not apply.
+	// AllowCIDRs are the private ranges /lti/register may fetch from (an on-premises LMS),
+	// and the URLs of the registrations dynamic registration wrote (LMSs', tools') may
+	// reach later: they come from an anonymous request (or a tool registering itself), so
+	// outboundAllowCidrs does not apply.
 	AllowCIDRs []string `json:"allowCidrs"`
 }
 
@@ -317,9 +319,9 @@ var settings = []setting{
 	{"dynamic-registration-token-secret", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET", "name of the Secret holding the registration token", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecret) }},
 	{"dynamic-registration-token-secret-key", "LTIOP_DYNAMIC_REGISTRATION_TOKEN_SECRET_KEY", "data key of the registration token inside that Secret", func(c *Config) flag.Value { return (*stringValue)(&c.DynamicRegistration.TokenSecretKey) }},
 	{"outbound-allow-loopback", "LTIOP_OUTBOUND_ALLOW_LOOPBACK", "let outbound calls (key sets, tokens, NRPS, AGS, OAuth2, dynamic registration) reach loopback addresses (local simulators; implied by dev mode)", func(c *Config) flag.Value { return (*boolValue)(&c.OutboundAllowLoopback) }},
-	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses the URLs of registrations may reach (on-premises LMSs and tools; not the webhook, not dynamic registration)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
+	{"outbound-allow-cidrs", "LTIOP_OUTBOUND_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses the URLs of registrations may reach (on-premises LMSs and tools; not the webhook, not dynamic registration nor the registrations it wrote)", func(c *Config) flag.Value { return (*stringListValue)(&c.OutboundAllowCIDRs) }},
 	{"integrator-allow-cidrs", "LTIOP_INTEGRATOR_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses the calls to the integrator (the notice webhook) may reach", func(c *Config) flag.Value { return (*stringListValue)(&c.IntegratorAllowCIDRs) }},
-	{"dynamic-registration-allow-cidrs", "LTIOP_DYNAMIC_REGISTRATION_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses /lti/register may fetch from (an on-premises LMS)", func(c *Config) flag.Value { return (*stringListValue)(&c.DynamicRegistration.AllowCIDRs) }},
+	{"dynamic-registration-allow-cidrs", "LTIOP_DYNAMIC_REGISTRATION_ALLOW_CIDRS", "comma-separated private ranges (CIDR) or addresses /lti/register may fetch from (an on-premises LMS), and the registrations dynamic registration wrote may reach later", func(c *Config) flag.Value { return (*stringListValue)(&c.DynamicRegistration.AllowCIDRs) }},
 	{"oauth-return-url", "LTIOP_OAUTH_RETURN_URL", "integrator page the OAuth2 broker returns to with ?code=", func(c *Config) flag.Value { return (*stringValue)(&c.OAuthReturnURL) }},
 	{"oauth-allowed-return-urls", "LTIOP_OAUTH_ALLOWED_RETURN_URLS", "comma-separated other return URLs an OAuth2 start may ask for", func(c *Config) flag.Value { return (*stringListValue)(&c.OAuthAllowedReturnURLs) }},
 	{"shutdown-timeout", "LTIOP_SHUTDOWN_TIMEOUT", "graceful shutdown bound of the web server", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout.Duration) }},
