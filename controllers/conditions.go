@@ -55,19 +55,22 @@ func isReported(conditions []metav1.Condition, p *problem) bool {
 // writeStatus is the one way registration status is written: next is reg, as read, with
 // the new status. An unchanged status is not written, so a standing problem makes no hot
 // loop. The patch carries reg's resourceVersion: a reconcile that read a stale cache (its
-// own last write not seen yet) gets a Conflict instead of writing again, and news (from
-// setReadiness) becomes one Warning event only once the write that tells it succeeded.
+// own last write not seen yet) gets a Conflict instead of writing again, and each of news
+// (from setReadiness, or another condition's first telling; nil ones are skipped) becomes
+// one Warning event only once the write that tells it succeeded.
 // The lock also keeps another writer's conditions: a merge patch replaces the conditions
 // list whole, so a patch from a stale read would undo the reachability probe's.
-func writeStatus[O client.Object](ctx context.Context, c client.StatusClient, rec events.EventRecorder, reg, next O, news *problem) error {
+func writeStatus[O client.Object](ctx context.Context, c client.StatusClient, rec events.EventRecorder, reg, next O, news ...*problem) error {
 	if equality.Semantic.DeepEqual(reg, next) {
 		return nil
 	}
 	if err := c.Status().Patch(ctx, next, client.MergeFromWithOptions(reg, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	if news != nil {
-		rec.Eventf(reg, nil, corev1.EventTypeWarning, news.reason, "Validate", "%s", news.message)
+	for _, p := range news {
+		if p != nil {
+			rec.Eventf(reg, nil, corev1.EventTypeWarning, p.reason, "Validate", "%s", p.message)
+		}
 	}
 	return nil
 }

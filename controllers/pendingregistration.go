@@ -45,7 +45,11 @@ func (r *PlatformRegistrationReconciler) awaitActivation(ctx context.Context, re
 	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
 		return ctrl.Result{}, err
 	}
-	return statusWritten(writeStatus(ctx, r.Client, r.Recorder, reg, next, nil), left)
+	ambiguous, err := r.setConsumerKeyCondition(ctx, reg, status)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return statusWritten(writeStatus(ctx, r.Client, r.Recorder, reg, next, ambiguous), left)
 }
 
 // expire deletes a registration that waited too long. It is read again from the API

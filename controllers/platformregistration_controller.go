@@ -133,11 +133,15 @@ func (r *PlatformRegistrationReconciler) Reconcile(ctx context.Context, req ctrl
 	if err := r.setOAuth2Condition(ctx, reg, status); err != nil {
 		return ctrl.Result{}, err
 	}
+	ambiguous, err := r.setConsumerKeyCondition(ctx, reg, status)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	after := recheck(reg, problem)
 	if rotateAfter > 0 && (after == 0 || rotateAfter < after) {
 		after = rotateAfter
 	}
-	return statusWritten(writeStatus(ctx, r.Client, r.Recorder, reg, next, news), after)
+	return statusWritten(writeStatus(ctx, r.Client, r.Recorder, reg, next, news, ambiguous), after)
 }
 
 // conflictRecheck is how often a registration blocked by a foreign Secret looks again: that
@@ -382,6 +386,9 @@ func (r *PlatformRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		// appears, changes or goes away.
 		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(platformElection.enqueuePeers(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// So may the other holders of its LTI 1.1 consumer key (lti11.go).
+		Watches(&ltiv1.PlatformRegistration{}, handler.EnqueueRequestsFromMapFunc(consumerKeyHolders.enqueuePeers(r.Client)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{RateLimiter: rateLimiter(), MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultKeyWorkers())}).
 		Named("platformregistration").
 		Complete(r)
@@ -395,6 +402,9 @@ var rotateKeyAnnotationChanged = predicate.Funcs{UpdateFunc: func(e event.Update
 // SetupIndexes adds the field indexes the controller and the web server read.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexIssuerClient, platformElection.indexValue); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.PlatformRegistration{}, IndexLTI11ConsumerKey, consumerKeyHolders.indexValue); err != nil {
 		return err
 	}
 	return mgr.GetFieldIndexer().IndexField(ctx, &ltiv1.ToolRegistration{}, IndexToolClientID, toolElection.indexValue)

@@ -263,6 +263,42 @@ var _ = Describe("PlatformRegistration controller", func() {
 		Eventually(readyCondition(second)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
 	})
 
+	// LTI11-KEY-03: two registrations written with kubectl (or two API creates that both
+	// passed the API's check) that share an LTI 1.1 consumer key: no holder wins, each says
+	// so naming the other, and deleting one heals the other.
+	It("tells both registrations that share an LTI 1.1 consumer key, and clears it when one goes", func() {
+		consumerKey := uniqueName("consumer")
+		withKey := func(reg *ltiv1.PlatformRegistration, secret string) *ltiv1.PlatformRegistration {
+			reg.Spec.LTI11 = &ltiv1.LTI11Credentials{ConsumerKey: consumerKey, SharedSecret: ltiv1.SecretKeyRef{Name: secret}}
+			return reg
+		}
+		first := withKey(canvasRegistration(uniqueName("lti11-first"), uniqueName("client")), "first-secret")
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Eventually(observedCondition(first, ltiv1.ConditionLTI11ConsumerKeyUnique)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonConsumerKeyUnique))
+		plain := canvasRegistration(uniqueName("lti13-only"), uniqueName("client"))
+		Expect(k8s.Create(ctx, plain)).To(Succeed())
+		Eventually(readyCondition(plain)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady))
+		Expect(meta.FindStatusCondition(fresh(plain).Status.Conditions, ltiv1.ConditionLTI11ConsumerKeyUnique)).To(BeNil(),
+			"no condition without spec.lti11")
+
+		second := withKey(canvasRegistration(uniqueName("lti11-second"), uniqueName("client")), "second-secret")
+		Expect(k8s.Create(ctx, second)).To(Succeed())
+		Eventually(observedCondition(second, ltiv1.ConditionLTI11ConsumerKeyUnique)).Should(And(
+			haveReason(metav1.ConditionFalse, ltiv1.ReasonAmbiguousConsumerKey), withMessage(first.Name), withMessage("LTI11_AMBIGUOUS_CONSUMER_KEY")))
+		Eventually(observedCondition(first, ltiv1.ConditionLTI11ConsumerKeyUnique)).Should(And(
+			haveReason(metav1.ConditionFalse, ltiv1.ReasonAmbiguousConsumerKey), withMessage(second.Name)),
+			"the older holder is told too: neither wins")
+		Eventually(eventsFor(first.Name, ltiv1.ReasonAmbiguousConsumerKey)).Should(HaveLen(1))
+		Eventually(eventsFor(second.Name, ltiv1.ReasonAmbiguousConsumerKey)).Should(HaveLen(1))
+		for _, reg := range []*ltiv1.PlatformRegistration{first, second} {
+			Expect(readyCondition(reg)()).To(haveReason(metav1.ConditionTrue, ltiv1.ReasonReady), "LTI 1.3 launches are not concerned")
+		}
+
+		Expect(k8s.Delete(ctx, second)).To(Succeed())
+		Eventually(observedCondition(first, ltiv1.ConditionLTI11ConsumerKeyUnique)).Should(haveReason(metav1.ConditionTrue, ltiv1.ReasonConsumerKeyUnique))
+		Expect(eventsFor(first.Name, ltiv1.ReasonAmbiguousConsumerKey)()).To(HaveLen(1), "told once")
+	})
+
 	It("generates a new key with a Warning event when the Secret is deleted out of band", func() {
 		reg := canvasRegistration(uniqueName("lost"), uniqueName("client"))
 		Expect(k8s.Create(ctx, reg)).To(Succeed())

@@ -122,7 +122,8 @@ type PlatformRegistrationSpec struct {
 
 // LTI11Credentials are an LTI 1.1 consumer key and a reference to its shared secret.
 type LTI11Credentials struct {
-	// ConsumerKey is the oauth_consumer_key the LMS signs with. Unique among registrations.
+	// ConsumerKey is the oauth_consumer_key the LMS signs with. Unique among registrations:
+	// while two hold one, LTI 1.1 launches with it are refused (condition LTI11ConsumerKeyUnique).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255

@@ -104,6 +104,12 @@ const (
 	// a retiring key is published); False says whether and when the next one comes. It does
 	// not affect Ready.
 	ConditionKeyRotating = "KeyRotating"
+	// ConditionLTI11ConsumerKeyUnique says whether the registration is the only one holding
+	// its LTI 1.1 consumer key (spec.lti11.consumerKey); present only when spec.lti11 is set.
+	// False (reason AmbiguousConsumerKey) names the other holders: a 1.1 launch carries
+	// nothing else to choose a registration by, so launches with that key are refused until
+	// one registration holds it. It does not affect Ready: LTI 1.3 launches are not concerned.
+	ConditionLTI11ConsumerKeyUnique = "LTI11ConsumerKeyUnique"
 )
 
 // The reachability probe's conditions on a PlatformRegistration (issue #27): whether the
@@ -149,6 +155,10 @@ const (
 	// ReasonInvalidRedirectionURI: a tool's redirection URI cannot be used in an OAuth2
 	// authorization response (RFC 6749 §3.1.2 forbids a fragment).
 	ReasonInvalidRedirectionURI = "InvalidRedirectionURI"
+	// ReasonConsumerKeyUnique and ReasonAmbiguousConsumerKey are the reasons of
+	// ConditionLTI11ConsumerKeyUnique.
+	ReasonConsumerKeyUnique    = "Unique"
+	ReasonAmbiguousConsumerKey = "AmbiguousConsumerKey"
 )
 
 // Reasons of the KeyRotating condition and the rotation events.
