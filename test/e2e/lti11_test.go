@@ -8,7 +8,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
 	"github.com/ltiop/ltiop/internal/paths"
@@ -75,6 +77,59 @@ var _ = Describe("LTI 1.1", func() {
 		internal := b.post(launchURL, lms.Launch11(baseURL+paths.Launch, "student-1", url.Values{}))
 		Expect(internal.Status).To(Equal(401))
 		Expect(internal.Body).To(ContainSubstring(lti11.CodeInvalidSignature))
+	})
+
+	// Two registrations written with kubectl (the API refuses a second holder it can see;
+	// two concurrent creates could both pass) that hold one consumer key: no holder wins.
+	It("refuses launches with a consumer key two registrations hold, says so on both, and heals when one goes (LTI11-KEY-03)", func() {
+		ctx := context.Background()
+		lms := lti11LMS()
+		b := newBrowser()
+		launchURL := publicURL + paths.Launch
+		Expect(b.post(launchURL, lms.Launch11(launchURL, "student-1", nil)).Status).To(Equal(303), "one holder: launches work")
+		holder := &ltiv1.PlatformRegistration{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, holder)).To(Succeed())
+		consumerKey := holder.Spec.LTI11.ConsumerKey
+
+		By("a second registration with the same consumer key, created directly")
+		second := newLMS(func(spec *ltiv1.PlatformRegistrationSpec) {
+			spec.LTI11 = &ltiv1.LTI11Credentials{ConsumerKey: consumerKey, SharedSecret: ltiv1.SecretKeyRef{Name: "another-tenants-secret"}}
+		})
+		res := b.post(launchURL, lms.Launch11(launchURL, "student-1", nil))
+		Expect(res.Status).To(Equal(503), res.Body)
+		Expect(res.Body).To(ContainSubstring(lti11.CodeAmbiguousConsumerKey))
+		Expect(res.Ltik).To(BeEmpty())
+		ambiguous := func(name, other string) func(g Gomega) {
+			return func(g Gomega) {
+				reg := &ltiv1.PlatformRegistration{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, reg)).To(Succeed())
+				c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionLTI11ConsumerKeyUnique)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal(ltiv1.ReasonAmbiguousConsumerKey))
+				g.Expect(c.Message).To(ContainSubstring(other))
+			}
+		}
+		Eventually(ambiguous(lms.ID, second.ID)).Should(Succeed())
+		Eventually(ambiguous(second.ID, lms.ID)).Should(Succeed())
+		for _, id := range []string{lms.ID, second.ID} {
+			reg := &ltiv1.PlatformRegistration{}
+			Eventually(func(g Gomega) {
+				g.Expect(flushedHealth(ctx, g, id, reg).LastRefusal).NotTo(BeNil())
+				g.Expect(reg.Status.LaunchHealth.LastRefusal.Code).To(Equal(lti11.CodeAmbiguousConsumerKey))
+			}).Should(Succeed(), "the refusal is in the launch health of both holders")
+		}
+
+		By("deleting the second registration")
+		Expect(k8s.Delete(ctx, &ltiv1.PlatformRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: second.ID}})).To(Succeed())
+		Eventually(func() int { return b.post(launchURL, lms.Launch11(launchURL, "student-1", nil)).Status }).Should(Equal(303))
+		Eventually(func(g Gomega) {
+			reg := &ltiv1.PlatformRegistration{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lms.ID}, reg)).To(Succeed())
+			c := meta.FindStatusCondition(reg.Status.Conditions, ltiv1.ConditionLTI11ConsumerKeyUnique)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
 	})
 
 	It("verifies the lti1p1 claim of the same LMS's 1.3 launches (LTI11-MIG-02)", func() {

@@ -33,11 +33,20 @@ func (t *Tool) launch11(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, r, err)
 		return
 	}
-	p := t.registry.ByConsumerKey(ps.Get("oauth_consumer_key"))
-	if p == nil || !usable(p) {
+	holders := t.registry.ConsumerKeyHolders(ps.Get("oauth_consumer_key"))
+	if len(holders) > 1 { // LTI11-KEY-03: told to every holder's launch health
+		e := lti11.ErrAmbiguousConsumerKey()
+		for _, h := range holders[1:] {
+			t.noteRefusal(h, e)
+		}
+		t.refuse(w, r, holders[0], e)
+		return
+	}
+	if len(holders) == 0 || !usable(holders[0]) { // LTI11-KEY-01
 		t.fail(w, r, lti11.ErrUnknownConsumerKey())
 		return
 	}
+	p := holders[0]
 	httpapi.NotePlatform(r.Context(), p.ID)
 	secret, ok := t.registry.LTI11Secret(p)
 	if !ok {

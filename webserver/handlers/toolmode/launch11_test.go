@@ -243,6 +243,42 @@ func TestLTI11LaunchRefusals(t *testing.T) {
 	})
 }
 
+// LTI11-KEY-03: a second registration holding the consumer key (two objects written with
+// kubectl, or two API creates that both passed the API's check) makes the key ambiguous:
+// launches are refused, whichever holder's secret signed them, where the oldest used to
+// answer; once one holder is gone the other launches again.
+func TestLTI11AmbiguousConsumerKeyRefused(t *testing.T) {
+	rg := newRig11(t)
+	launchURL := rg.ltiop.URL + paths.Launch
+	other := rg.pr.DeepCopy()
+	other.Name, other.UID = "another-tenant", "uid-another-tenant"
+	other.CreationTimestamp = metav1.NewTime(rg.pr.CreationTimestamp.Add(time.Hour)) // the younger one
+	other.Spec.URL, other.Spec.ClientID = "https://another-tenant.example.com", "another-client"
+	other.Spec.LTI11 = &ltiv1.LTI11Credentials{ConsumerKey: rigConsumerKey, SharedSecret: ltiv1.SecretKeyRef{Name: "another-secret"}}
+	rg.reg.ApplySecret(func(string, ...any) {}, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "another-secret", Labels: map[string]string{ltiv1.LabelManagedBy: ltiv1.ManagedByValue}},
+		Data:       map[string][]byte{ltiv1.LTI11SecretKey: []byte("another tenant's secret")},
+	})
+	rg.reg.Apply(other)
+
+	res := rg.launch11(t, rg.lms.Launch11(launchURL, "u", nil))
+	testhttp.WantRefusal(t, res, http.StatusServiceUnavailable, lti11.CodeAmbiguousConsumerKey)
+	if strings.Contains(res.Body, "another-tenant") {
+		t.Error("the refusal names the other holder to whoever sent the launch")
+	}
+	intruder, err := lmssim.New("https://another-tenant.example.com", "another-client", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder.EnableLTI11(rigConsumerKey, "another tenant's secret")
+	testhttp.WantRefusal(t, rg.launch11(t, intruder.Launch11(launchURL, "u", nil)), http.StatusServiceUnavailable, lti11.CodeAmbiguousConsumerKey)
+
+	rg.reg.Forget(other)
+	if res := rg.launch11(t, rg.lms.Launch11(launchURL, "u", nil)); res.Status != http.StatusSeeOther {
+		t.Fatalf("once one holder is left: %d %s", res.Status, res.Body)
+	}
+}
+
 func cloneValues(v url.Values) url.Values {
 	out := url.Values{}
 	for k, vs := range v {

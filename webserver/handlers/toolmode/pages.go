@@ -42,10 +42,15 @@ func (t *Tool) fail(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
 // refuse is fail for a launch whose registration p is known: the refusal is also told to
 // launch health, so the registration's status and Events say what went wrong.
 func (t *Tool) refuse(w http.ResponseWriter, r *http.Request, p *registry.Platform, e *httpapi.Error) {
+	t.noteRefusal(p, e)
+	t.fail(w, r, e)
+}
+
+// noteRefusal tells launch health that a launch of p was refused with e.
+func (t *Tool) noteRefusal(p *registry.Platform, e *httpapi.Error) {
 	if t.opts.Health != nil && p != nil {
 		t.opts.Health.Refused(p, e.Code, ruleOf(e), e.Sent)
 	}
-	t.fail(w, r, e)
 }
 
 // refuseLogin is refuse for a login naming p. A login is not signed: launch health learns

@@ -16,6 +16,7 @@ const (
 	CodeInvalidParameters          = "LTI11_INVALID_PARAMETERS"
 	CodeInvalidMessageType         = "LTI11_UNSUPPORTED_MESSAGE_TYPE"
 	CodeUnknownConsumerKey         = "LTI11_UNKNOWN_CONSUMER_KEY"
+	CodeAmbiguousConsumerKey       = "LTI11_AMBIGUOUS_CONSUMER_KEY"
 	CodeUnsupportedSignatureMethod = "LTI11_UNSUPPORTED_SIGNATURE_METHOD"
 	CodeStaleTimestamp             = "LTI11_STALE_TIMESTAMP"
 	CodeInvalidSignature           = "LTI11_INVALID_SIGNATURE"
@@ -101,6 +102,16 @@ func ErrNonceReused() *apierr.Error {
 func ErrUnknownConsumerKey() *apierr.Error {
 	return newError(401, CodeUnknownConsumerKey, "LTI11-KEY-01",
 		"No active platform registration has this oauth_consumer_key (spec.lti11.consumerKey).")
+}
+
+// ErrAmbiguousConsumerKey is the refusal of a consumer key more than one registration holds
+// (LTI11-KEY-03): a 1.1 launch names nothing else, so whose shared secret applies, and whose
+// launch it is, cannot be told. An operator's fix, hence 503; the holders are named in
+// their status (condition LTI11ConsumerKeyUnique), not here, where any sender reads them.
+func ErrAmbiguousConsumerKey() *apierr.Error {
+	return newError(503, CodeAmbiguousConsumerKey, "LTI11-KEY-03",
+		"More than one platform registration holds this oauth_consumer_key (spec.lti11.consumerKey), so the launch cannot be attributed: "+
+			"it is refused until one registration holds it. Their status (condition LTI11ConsumerKeyUnique) names them.")
 }
 
 func truncate(s string, n int) string {

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,18 +77,15 @@ func (x *lti11Index) forgetSecret(name string) {
 	delete(x.secrets, name)
 }
 
-// ByConsumerKey returns the active registration holding LTI 1.1 consumer key key (the
-// oldest, if several do), or nil.
-func (r *Registry) ByConsumerKey(key string) *Platform {
+// ConsumerKeyHolders returns the registrations holding LTI 1.1 consumer key key, active or
+// not, in ID order. More than one is a conflict a launch cannot settle (LTI11-KEY-03): a 1.1
+// launch names nothing but the key, so none of them is chosen.
+func (r *Registry) ConsumerKeyHolders(key string) []*Platform {
 	r.legacy.mu.RLock()
-	defer r.legacy.mu.RUnlock()
-	var winner *Platform
-	for _, p := range r.legacy.byKey[key] {
-		if p.Spec.IsActive() && (winner == nil || older(p, winner)) {
-			winner = p
-		}
-	}
-	return winner
+	holders := slices.Clone(r.legacy.byKey[key])
+	r.legacy.mu.RUnlock()
+	slices.SortFunc(holders, func(a, b *Platform) int { return strings.Compare(a.ID, b.ID) })
+	return holders
 }
 
 // ConsumerKeyHolder returns a registration other than except (an id) holding LTI 1.1
