@@ -597,6 +597,11 @@ func (c *Config) validateReplayStore(add func(string, ...any)) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		add("replayStore: the URL takes no query parameters")
 	}
+	if sentinel && u.Scheme == "rediss" && u.Hostname() == "" {
+		// The sentinels name the master's address; the certificates are checked against
+		// the URL's host, so a sentinel's answer can only lead to a server holding one.
+		add("replayStore: with Sentinel, a rediss:// URL must name the master's host name, the name its certificate holds (rediss://redis-master.example/0)")
+	}
 	_, inURL := u.User.Password()
 	if n := btoi(inURL) + btoi(c.ReplayStorePassword != "") + btoi(c.ReplayStorePasswordFile != ""); n > 1 {
 		add("replayStore: give the Redis password once: in LTIOP_REPLAY_STORE_PASSWORD, in replayStorePasswordFile or in the URL")

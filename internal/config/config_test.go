@@ -470,6 +470,7 @@ func TestLoadErrors(t *testing.T) {
 			env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"give the Redis password once"}},
 		{name: "replay password for memory", env: base().with("LTIOP_REPLAY_STORE_PASSWORD", "p"), want: []string{"password is set but the store is memory"}},
 		{name: "replayStore Sentinel master without addresses", env: base().with("LTIOP_REPLAY_STORE", "redis:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m"), want: []string{"replayStoreSentinelMaster and replayStoreSentinelAddrs: give both"}},
+		{name: "replayStore Sentinel with rediss:// and no host name to check the certificates against", env: base().with("LTIOP_REPLAY_STORE", "rediss:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0:26379"), want: []string{"with Sentinel, a rediss:// URL must name the master's host name"}},
 		{name: "replayStore Sentinel address not host:port", env: base().with("LTIOP_REPLAY_STORE", "redis:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0"), want: []string{`replayStoreSentinelAddrs: "sentinel-0" is not host:port`}},
 		{name: "replayStore Sentinel with memory", env: base().with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "s:26379"), want: []string{"Sentinel is configured but the store is memory"}},
 		{name: "replayStoreWaitReplicas negative", env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_WAIT_REPLICAS", "-1"), want: []string{"replayStoreWaitReplicas: must be between 0 and 16"}},
@@ -529,6 +530,8 @@ func TestLoadAccepts(t *testing.T) {
 		{name: "replayStore memory, explicitly", args: []string{"--replay-store", "memory"}, env: base()},
 		{name: "replayStore through Sentinel", env: base().with("LTIOP_REPLAY_STORE", "redis:///0", "LTIOP_REPLAY_STORE_SENTINEL_MASTER", "ltiop",
 			"LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0:26379,sentinel-1:26379", "LTIOP_REPLAY_STORE_SENTINEL_PASSWORD", "pw")},
+		{name: "replayStore through Sentinel over TLS, naming the master's host", env: base().with("LTIOP_REPLAY_STORE", "rediss://redis-master.example/0", "LTIOP_REPLAY_STORE_SENTINEL_MASTER", "ltiop",
+			"LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0:26379", "LTIOP_REPLAY_STORE_SENTINEL_PASSWORD", "pw")},
 		{name: "platformKeyRotateEvery 90 days", env: base().with("LTIOP_PLATFORM_KEY_ROTATE_EVERY", "2160h")},
 	}
 	for _, tt := range tests {

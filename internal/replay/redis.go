@@ -39,7 +39,9 @@ type RedisOptions struct {
 	// Timeout bounds one attempt (connecting included); zero is DefaultTimeout.
 	Timeout time.Duration
 	// Sentinel, when set, finds the master through Redis Sentinel: URL then gives only the
-	// master's user, password, database and TLS (its host is not used; redis:///0 will do).
+	// master's user, password, database and TLS (its host is not dialled; redis:///0 will
+	// do). With rediss:// its host is required: the name the certificates are checked
+	// against, so that the address a sentinel names must hold a certificate for it.
 	Sentinel *SentinelOptions
 	// WaitReplicas, when above zero, makes each recorded use wait (Redis WAIT) until that
 	// many replicas have it, for at most half the timeout; a use fewer replicas confirmed
@@ -81,6 +83,12 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || (u.Host == "" && o.Sentinel == nil) {
 		// The URL may carry a password: never repeat it.
 		return nil, errors.New("replay store: the URL must be redis://host:port/db or rediss://host:port/db")
+	}
+	if o.Sentinel != nil && u.Scheme == "rediss" && u.Hostname() == "" {
+		// The sentinels name the master's address; the URL's host is the name every
+		// certificate (the master's, and the sentinels', reached with the same TLS
+		// settings) is checked against. Without one go-redis checks against "localhost".
+		return nil, errors.New("replay store: with Sentinel, a rediss:// URL must name the master's host name (the name its certificate holds): rediss://redis-master.example/0")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		// go-redis reads options from the query, skip_verify among them: the time bounds

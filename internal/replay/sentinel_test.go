@@ -108,3 +108,26 @@ func TestSentinelOptionsAreChecked(t *testing.T) {
 		t.Error("a URL without a host is accepted without Sentinel")
 	}
 }
+
+// Sentinel is trusted to name the master: whoever changes its answer could point ltiop at
+// a Redis of their own that answers every use as the first (replays accepted). With TLS,
+// the address a sentinel names must hold a certificate for the URL's host name, so the
+// URL must have one: rediss:///0 would check the certificates against "localhost".
+func TestSentinelWithTLSChecksTheMastersHostName(t *testing.T) {
+	sentinel := &SentinelOptions{MasterName: "m", Addrs: []string{"127.0.0.1:26379"}}
+	if _, err := NewRedis(RedisOptions{URL: "rediss:///0", Sentinel: sentinel}); err == nil ||
+		!strings.Contains(err.Error(), "host name") {
+		t.Fatalf("rediss:///0 with Sentinel: %v, want a refusal naming the host name", err)
+	}
+	r, err := NewRedis(RedisOptions{URL: "rediss://redis-master.example/0", Sentinel: sentinel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if tc := r.client.Options().TLSConfig; tc == nil || tc.ServerName != "redis-master.example" || tc.InsecureSkipVerify {
+		t.Fatalf("TLS config %+v, want certificates checked against redis-master.example", tc)
+	}
+	if _, err := NewRedis(RedisOptions{URL: "redis:///0", Sentinel: sentinel}); err != nil {
+		t.Fatalf("redis:///0 (no TLS) with Sentinel: %v", err)
+	}
+}
