@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -28,6 +29,7 @@ import (
 //	private-key.pem, kid                    the key that signs   (annotations key-created, key-signs-from)
 //	next-private-key.pem, next-kid          published, signs from annotation next-key-signs-from
 //	retiring-private-key.pem, retiring-kid  published until annotation retiring-key-until
+//	annotation rotate-key-served            the last rotate-key request served
 //
 // Every replica's web server publishes all three in the registration's key set and signs
 // with private-key.pem, so the switch reaches each replica with its informer, and both keys
@@ -40,7 +42,12 @@ type rotationPlan struct {
 	request                    string // a rotation asked for by annotation, not served yet
 }
 
-func planRotation(reg *ltiv1.PlatformRegistration) rotationPlan {
+// planRotation reads the policy of reg and a request not served yet: neither status nor the
+// key Secret s records it. The Secret's record is written by the Secret write that serves
+// the request, so a reconcile that reads a status older than that write (the Secret's own
+// event comes at once) does not serve it twice: with publishAhead 0 it would find the next
+// key already signing, none pending, and publish another.
+func planRotation(reg *ltiv1.PlatformRegistration, s *corev1.Secret) rotationPlan {
 	var p rotationPlan
 	p.every, p.publishAhead, p.grace = reg.Spec.KeyRotation.Timings()
 	p.automatic = p.every > 0 && readsKeySet(reg)
@@ -48,7 +55,7 @@ func planRotation(reg *ltiv1.PlatformRegistration) rotationPlan {
 	if reg.Status.KeyRotation != nil {
 		served = reg.Status.KeyRotation.LastRequest
 	}
-	if v := reg.Annotations[ltiv1.AnnotationRotateKey]; v != "" && v != served {
+	if v := reg.Annotations[ltiv1.AnnotationRotateKey]; v != "" && v != served && v != s.Annotations[ltiv1.AnnotationRotateKeyServed] {
 		p.request = v
 	}
 	return p
@@ -88,7 +95,7 @@ func (r *PlatformRegistrationReconciler) rotateKey(ctx context.Context, reg *lti
 		return 0, err
 	}
 	now := r.now().UTC().Truncate(time.Second)
-	plan := planRotation(reg)
+	plan := planRotation(reg, secret)
 	orig := secret.DeepCopy()
 	change, err := advanceRotation(secret, plan, now)
 	if err != nil {
@@ -113,11 +120,11 @@ func (r *PlatformRegistrationReconciler) rotateKey(ctx context.Context, reg *lti
 			}
 		}
 	}
-	if plan.request != "" {
+	if v := secret.Annotations[ltiv1.AnnotationRotateKeyServed]; v != "" || plan.request != "" {
 		if status.KeyRotation == nil {
 			status.KeyRotation = &ltiv1.KeyRotationStatus{}
 		}
-		status.KeyRotation.LastRequest = plan.request
+		status.KeyRotation.LastRequest = cmp.Or(plan.request, v)
 	}
 	due := describeRotation(reg, status, secret, plan, change.deferred)
 	keyAges.set(client.ObjectKeyFromObject(reg), secret)
@@ -178,6 +185,9 @@ func advanceRotation(s *corev1.Secret, plan rotationPlan, now time.Time) (rotati
 		s.Annotations[ltiv1.AnnotationNextKeyCreated] = formatTime(now)
 		s.Annotations[ltiv1.AnnotationNextKeySignsFrom] = formatTime(now.Add(plan.publishAhead))
 		c.started = kid
+	}
+	if plan.request != "" { // served: by the key just published, or by the one pending
+		s.Annotations[ltiv1.AnnotationRotateKeyServed] = plan.request
 	}
 	return c, nil
 }

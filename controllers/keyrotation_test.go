@@ -6,11 +6,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/controllers"
 	"github.com/ltiop/ltiop/internal/keys"
 )
 
@@ -139,6 +141,61 @@ var _ = Describe("Tool-key rotation", func() {
 		Eventually(func() string { return fresh(reg).Status.KID }).ShouldNot(Equal(first), "rotated automatically")
 		Eventually(eventsFor(reg.Name, ltiv1.ReasonKeyRotated)).ShouldNot(BeEmpty())
 		Expect(eventsFor(reg.Name, ltiv1.ReasonKeyRotationStart)()).NotTo(BeEmpty())
+	})
+
+	// The procedure for a compromised tool key (docs/security.md): publishAhead: 0s and
+	// gracePeriod: 0s, then the annotation. "0s" is a valid duration for both (not "unset,
+	// so the default"), and the compromised key leaves the Secret, and so every replica's
+	// key set, within seconds, without waiting for a default (24h ahead, 1h grace).
+	It("rotates at once with publishAhead and gracePeriod 0s, for a compromised key", func() {
+		reg := canvasRegistration(uniqueName("rotate-now"), uniqueName("client"))
+		reg.Spec.KeyRotation = rotationPolicy(0, 0, 0, "")
+		Expect(k8s.Create(ctx, reg)).To(Succeed())
+		Eventually(observedCondition(reg, ltiv1.ConditionKeyRotating)).Should(haveReason(metav1.ConditionFalse, ltiv1.ReasonRotationDisabled))
+		kr := fresh(reg).Spec.KeyRotation
+		Expect(kr.PublishAhead).NotTo(BeNil())
+		Expect(kr.PublishAhead.Duration).To(BeZero(), "stored as 0s")
+		Expect(kr.GracePeriod).NotTo(BeNil())
+		Expect(kr.GracePeriod.Duration).To(BeZero())
+		compromised := fresh(reg).Status.KID
+
+		cur := fresh(reg)
+		cur.Annotations = map[string]string{ltiv1.AnnotationRotateKey: "compromised-2026-12-08"}
+		Expect(k8s.Patch(ctx, cur, client.MergeFrom(fresh(reg)))).To(Succeed())
+		Eventually(func() [3]string { return secretKIDs(reg) }, 10*time.Second).Should(And(
+			WithTransform(func(k [3]string) string { return k[0] }, Not(Or(BeEmpty(), Equal(compromised)))),
+			WithTransform(func(k [3]string) []string { return k[1:] }, Equal([]string{"", ""}))),
+			"a new key signs and the compromised one is neither next nor retiring")
+		Eventually(func() string { return fresh(reg).Status.KID }).Should(Equal(secretKIDs(reg)[0]))
+		Eventually(func() string { return kidOf(rotation(reg).Retiring) }).Should(BeEmpty())
+		Eventually(eventsFor(reg.Name, ltiv1.ReasonKeyRetired)).Should(HaveLen(1), "the compromised key left the key set")
+		Consistently(eventsFor(reg.Name, ltiv1.ReasonKeyRotationStart), 2*time.Second).Should(HaveLen(1), "one request, one rotation")
+		Expect(rotation(reg).LastRequest).To(Equal("compromised-2026-12-08"))
+	})
+
+	// The reconcile that the Secret write of a rotation triggers may read the registration
+	// before the status write that records the request served. With publishAhead 0 it finds
+	// the next key already due and none pending: it must not take the request for a new one.
+	It("serves a rotation request once, even to a reconcile that reads the status from before it was served (publishAhead 0)", func() {
+		reg := canvasRegistration("stale-status", "client")
+		reg.Spec.KeyRotation = rotationPolicy(0, 0, 0, "")
+		reg.Annotations = map[string]string{ltiv1.AnnotationRotateKey: "compromised"}
+		private, err := keys.Generate()
+		Expect(err).NotTo(HaveOccurred())
+		pemBytes, err := keys.EncodePrivateKey(private)
+		Expect(err).NotTo(HaveOccurred())
+		kid, err := keys.KID(&private.PublicKey)
+		Expect(err).NotTo(HaveOccurred())
+		now := time.Now().UTC().Truncate(time.Second)
+		secret := &corev1.Secret{Data: map[string][]byte{ltiv1.SecretKeyPrivateKey: pemBytes, ltiv1.SecretKeyKID: []byte(kid)}}
+
+		started, _, err := controllers.AdvanceRotation(reg, secret, now)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(started).NotTo(BeEmpty(), "the request publishes a next key")
+		started, switched, err := controllers.AdvanceRotation(reg, secret, now) // reg: its status still says nothing served
+		Expect(err).NotTo(HaveOccurred())
+		Expect(switched).NotTo(BeEmpty(), "the next key signs at once")
+		Expect(started).To(BeEmpty(), "the request was served: no second rotation")
 	})
 
 	It("rotates a registration whose LMS holds a pasted key when asked to", func() {

@@ -83,6 +83,9 @@ const (
 	AnnotationNextKeyCreated     = "lti.ltiop.dev/next-key-created"
 	AnnotationRetiringKeyUntil   = "lti.ltiop.dev/retiring-key-until"
 	AnnotationRetiringKeyCreated = "lti.ltiop.dev/retiring-key-created"
+	// AnnotationRotateKeyServed on the tool-key Secret is the value of AnnotationRotateKey
+	// last served, written by the Secret write that served it.
+	AnnotationRotateKeyServed = "lti.ltiop.dev/rotate-key-served"
 
 	// AnnotationKeySetAlias on a PlatformRegistration is a second name of its key set
 	// (/lti/keys/<alias>): dynamic registration tells the LMS the key-set URL before the
