@@ -258,12 +258,18 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	if err != nil {
 		return nil, err
 	}
+	// One cache of the peers' key sets (LMSs in tool mode, tools in platform mode), which
+	// the annotation lti.ltiop.dev/refresh-key-set empties of a peer's set on every replica.
+	peerKeys := registry.NewPeerKeysBySource(out.keySets)
+	if err := peerKeys.Attach(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
 	pm := cfg.Platform()
 	platform := platformmode.New(platformmode.Options{
 		PublicURL: cfg.PublicURL, Issuer: pm.Issuer, LaunchURL: pm.LaunchURL, DeepLinkingURL: pm.DeepLinkingURL,
 		DeepLinkingReturnURL: pm.DeepLinkingReturnURL, DevMode: cfg.DevMode, ClockSkew: cfg.ClockSkew.Duration,
 		DataURL: cfg.PlatformData.URL, ServiceGrantTTL: cfg.PlatformData.GrantLifetime.Duration,
-	}, tools, registry.NewPeerKeysBySource(out.keySets), platformKey, keyring, replays)
+	}, tools, peerKeys, platformKey, keyring, replays)
 
 	onboard := onboarding.New(onboarding.Options{
 		Tool: dynreg.ToolConfig{
@@ -312,7 +318,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 		ServiceKeyLifetime: cfg.ServiceKeyLifetime.Duration, SubmissionReviewURL: cfg.SubmissionReviewURL,
 		MessageLaunchURLs: cfg.MessageLaunchURLs, MaxAssetBytes: cfg.AssetProcessor.MaxAssetBytesOrDefault(),
 		AssetClient: advantage.NewClientBySource(out.assets), AssetTimeout: cfg.AssetProcessor.DownloadTimeoutOrDefault(),
-	}, reg, registry.NewPeerKeysBySource(out.keySets), keyring, replays, apiKey, advantage.NewClientBySource(out.advantage))
+	}, reg, peerKeys, keyring, replays, apiKey, advantage.NewClientBySource(out.advantage))
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +332,7 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	// and periodically on the elected one (the KeySetReachable and EndpointsReachable
 	// conditions). The probe lives with the checks it runs, so it is run beside the
 	// controllers rather than by them (controllers/ and webserver/ do not import each other).
-	checker := &platformcheck.Checker{KeySets: registry.NewPeerKeysBySource(out.keySets), Clients: out.checks}
+	checker := &platformcheck.Checker{KeySets: peerKeys, Clients: out.checks}
 	prober := platformcheck.NewProber(platformcheck.ProberOptions{
 		Namespace: cfg.Namespace, Registry: reg, Checker: checker, Interval: cfg.ReachabilityProbeInterval.Duration,
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Events: mgr.GetEventRecorder("ltiop"),

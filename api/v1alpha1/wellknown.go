@@ -87,6 +87,15 @@ const (
 	// last served, written by the Secret write that served it.
 	AnnotationRotateKeyServed = "lti.ltiop.dev/rotate-key-served"
 
+	// AnnotationRefreshKeySet on a PlatformRegistration or a ToolRegistration asks every
+	// replica to drop its cached copy of the peer's key set (spec.authConfig, JWK_SET) at
+	// once: set it to a new value (a date, a ticket number) when the LMS or the tool withdrew
+	// a key, compromised perhaps, that ltiop would otherwise accept from its cache until the
+	// set's max-age (up to 24 h, or an hour more while refetches fail). Each replica's
+	// informer sees the change, so each drops its own copy; the next verification fetches
+	// the set again.
+	AnnotationRefreshKeySet = "lti.ltiop.dev/refresh-key-set"
+
 	// AnnotationKeySetAlias on a PlatformRegistration is a second name of its key set
 	// (/lti/keys/<alias>): dynamic registration tells the LMS the key-set URL before the
 	// LMS answers with its client_id, so when the answer names an existing registration, the
