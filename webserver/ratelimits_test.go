@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
+	"github.com/ltiop/ltiop/test/utils/testmetrics"
 	"github.com/ltiop/ltiop/webserver"
 	"github.com/ltiop/ltiop/webserver/handlers/admin"
 	"github.com/ltiop/ltiop/webserver/protocol/httpapi"
@@ -172,21 +171,5 @@ func TestRateLimitForwardedFor(t *testing.T) {
 
 func rateLimitedCount(t *testing.T, route string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "ltiop_rate_limited_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "route" && l.GetValue() == route {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return testmetrics.Value(t, "ltiop_rate_limited_total", map[string]string{"route": route})
 }

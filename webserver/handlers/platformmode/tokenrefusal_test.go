@@ -7,10 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/ltiop/ltiop/simulators/toolsim"
 	"github.com/ltiop/ltiop/test/utils/testkeys"
+	"github.com/ltiop/ltiop/test/utils/testmetrics"
 	"github.com/ltiop/ltiop/webserver/handlers/platformmode"
 	"github.com/ltiop/ltiop/webserver/protocol/ltiplatform"
 	"github.com/ltiop/ltiop/webserver/stores/launchhealth"
@@ -42,25 +41,7 @@ func (l *healthLog) taken() []string {
 // platformRequests reads ltiop_platform_requests_total{endpoint,outcome}.
 func platformRequests(t *testing.T, endpoint, outcome string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "ltiop_platform_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["endpoint"] == endpoint && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return testmetrics.Value(t, "ltiop_platform_requests_total", map[string]string{"endpoint": endpoint, "outcome": outcome})
 }
 
 // Issue #34 item 4: a client assertion naming a registered tool but signed by a stranger
