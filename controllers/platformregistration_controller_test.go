@@ -18,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -239,6 +241,44 @@ var _ = Describe("PlatformRegistration controller", func() {
 		Entry("missing clientId", func(r *ltiv1.PlatformRegistration) { r.Spec.ClientID = "" }, "clientId"),
 		Entry("missing name", func(r *ltiv1.PlatformRegistration) { r.Spec.Name = "" }, "name"),
 	)
+
+	// A duration the Go type cannot decode would be stored, and then every replica's informer
+	// would fail to list the registrations (metav1.Duration refuses it in UnmarshalJSON):
+	// one kubectl apply would blind ltiop to all of them. The schema refuses it instead.
+	DescribeTable("the schema refuses a key rotation duration Go cannot read",
+		func(field, value string) {
+			reg := canvasRegistration(uniqueName("duration"), uniqueName("client"))
+			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(reg)
+			Expect(err).NotTo(HaveOccurred())
+			obj := &unstructured.Unstructured{Object: raw}
+			obj.SetGroupVersionKind(ltiv1.GroupVersion.WithKind("PlatformRegistration"))
+			Expect(unstructured.SetNestedField(obj.Object, value, "spec", "keyRotation", field)).To(Succeed())
+			err = k8s.Create(ctx, obj)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+			Expect(err.Error()).To(ContainSubstring("spec.keyRotation." + field + ": Invalid value"))
+			Expect(err.Error()).To(ContainSubstring("must be a Go duration"))
+		},
+		Entry("every: 1 day", "every", "1 day"),
+		Entry("every: 90d", "every", "90d"),
+		Entry("publishAhead: negative", "publishAhead", "-1h"),
+		Entry("gracePeriod: no unit", "gracePeriod", "30"),
+	)
+
+	It("accepts the Go durations a key rotation is written with", func() {
+		reg := canvasRegistration(uniqueName("duration"), uniqueName("client"))
+		reg.Spec.KeyRotation = &ltiv1.KeyRotation{Every: &metav1.Duration{Duration: 2160 * time.Hour},
+			PublishAhead: &metav1.Duration{Duration: 90 * time.Minute}, GracePeriod: &metav1.Duration{}}
+		Expect(k8s.Create(ctx, reg)).To(Succeed()) // 2160h0m0s, 1h30m0s, 0s
+		for _, v := range []string{"1.5h", "0", "1h30m", "500ms"} {
+			cur := fresh(reg)
+			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+			Expect(err).NotTo(HaveOccurred())
+			obj := &unstructured.Unstructured{Object: raw}
+			obj.SetGroupVersionKind(ltiv1.GroupVersion.WithKind("PlatformRegistration"))
+			Expect(unstructured.SetNestedField(obj.Object, v, "spec", "keyRotation", "gracePeriod")).To(Succeed())
+			Expect(k8s.Update(ctx, obj)).To(Succeed(), v)
+		}
+	})
 
 	It("keeps the older of two registrations with the same (url, clientId) and marks the newer", func() {
 		clientID := uniqueName("shared")

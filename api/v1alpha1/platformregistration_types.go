@@ -349,21 +349,27 @@ const (
 // KeyRotation is the rotation policy of a registration's tool key. A rotation publishes the
 // next key in the registration's key set PublishAhead before it signs, then signs with it,
 // and keeps the old key published GracePeriod after that.
+//
+// The durations are Go durations ("90d" is not one: "2160h"), checked by the schema: a value
+// that did not decode would make every replica's informer fail to list the registrations.
 type KeyRotation struct {
 	// Every is how long a key signs before the next one takes over. Unset or 0: never
 	// automatically (the annotation lti.ltiop.dev/rotate-key still rotates).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="must be a Go duration such as 24h, 90m or 0s"
 	Every *metav1.Duration `json:"every,omitempty"`
 
 	// PublishAhead is how long the next key is in the key set before it signs: at least as
 	// long as the LMS caches the key set. Default 24h.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="must be a Go duration such as 24h, 90m or 0s"
 	PublishAhead *metav1.Duration `json:"publishAhead,omitempty"`
 
 	// GracePeriod is how long the old key stays in the key set after the next one signs,
 	// so what it signed just before (client assertions, deep-linking responses) still
 	// verifies. Default 1h.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="must be a Go duration such as 24h, 90m or 0s"
 	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
 
 	// LMSKeySource says how the LMS holds the tool key. Automatic rotation needs KeySetURL
