@@ -231,15 +231,12 @@ func New(ctx context.Context, cfg *config.Config, restCfg *rest.Config, opts ...
 	}
 	// One replay store for every single-use rule of every handler: shared by the replicas
 	// when it is Redis.
-	replays, closeReplay, err := replay.Open(replay.Options{
-		URL: cfg.ReplayStore, Password: cfg.ReplayStorePassword, PasswordFile: cfg.ReplayStorePasswordFile,
-		Sentinel: replaySentinel(cfg), WaitReplicas: cfg.ReplayStoreWaitReplicas,
-		KeyPrefix: cfg.ReplayKeyPrefix(), Timeout: cfg.ReplayStoreTimeout.Duration, MemoryItems: replayMemoryItems,
-	})
+	replays, closeReplay, err := replay.Open(replayOptions(cfg))
 	if err != nil {
 		return nil, err
 	}
-	ctrl.Log.WithName("setup").Info("replay store", "store", replay.Redact(cfg.ReplayStore), "keyPrefix", cfg.ReplayKeyPrefix())
+	ctrl.Log.WithName("setup").Info("replay store", "store", replay.Redact(cfg.ReplayStore), "keyPrefix", cfg.ReplayKeyPrefix(),
+		"waitReplicas", cfg.ReplayWaitReplicas())
 
 	// Platform mode: the tool registrations and the platform signing key (service Secret).
 	tools := registry.NewTools()
@@ -415,6 +412,15 @@ func rateLimits(cfg *config.Config) webserver.RateLimits {
 	return webserver.RateLimits{
 		Launch: lim(r.Launch), Register: lim(r.Register), PlatformAuthorize: lim(r.PlatformAuthorize),
 		PlatformToken: lim(r.PlatformToken), OAuth: lim(r.OAuth), Notices: lim(r.Notices), TrustedProxies: cfg.TrustedProxyPrefixes(),
+	}
+}
+
+// replayOptions are the replay store's options from cfg.
+func replayOptions(cfg *config.Config) replay.Options {
+	return replay.Options{
+		URL: cfg.ReplayStore, Password: cfg.ReplayStorePassword, PasswordFile: cfg.ReplayStorePasswordFile,
+		Sentinel: replaySentinel(cfg), WaitReplicas: cfg.ReplayWaitReplicas(),
+		KeyPrefix: cfg.ReplayKeyPrefix(), Timeout: cfg.ReplayStoreTimeout.Duration, MemoryItems: replayMemoryItems,
 	}
 }
 

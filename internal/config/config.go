@@ -147,9 +147,10 @@ type Config struct {
 	// LTIOP_REPLAY_STORE_SENTINEL_PASSWORD (environment only, like the Redis password).
 	ReplayStoreSentinelUsername string `json:"replayStoreSentinelUsername"`
 	ReplayStoreSentinelPassword string `json:"-"`
-	// ReplayStoreWaitReplicas, when above zero, confirms each recorded use on that many
-	// Redis replicas (WAIT) before it counts, so that a failover cannot forget it.
-	ReplayStoreWaitReplicas int `json:"replayStoreWaitReplicas"`
+	// ReplayStoreWaitReplicas confirms each recorded use on that many Redis replicas (WAIT)
+	// before it counts, so that a failover cannot forget it: auto (the default; 1 with
+	// Sentinel, see ReplayWaitReplicas) or a number, 0 for off.
+	ReplayStoreWaitReplicas WaitReplicas `json:"replayStoreWaitReplicas"`
 	// RateLimits are the per-client-IP token buckets of the endpoints reachable without a
 	// credential, per route group.
 	RateLimits RateLimits `json:"rateLimits"`
@@ -333,7 +334,7 @@ var settings = []setting{
 	{"replay-store-sentinel-master", "LTIOP_REPLAY_STORE_SENTINEL_MASTER", "find the Redis master through Sentinel under this name", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStoreSentinelMaster) }},
 	{"replay-store-sentinel-addrs", "LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "comma-separated host:port of the sentinels", func(c *Config) flag.Value { return (*stringListValue)(&c.ReplayStoreSentinelAddrs) }},
 	{"replay-store-sentinel-username", "LTIOP_REPLAY_STORE_SENTINEL_USERNAME", "user of the sentinels (password: LTIOP_REPLAY_STORE_SENTINEL_PASSWORD)", func(c *Config) flag.Value { return (*stringValue)(&c.ReplayStoreSentinelUsername) }},
-	{"replay-store-wait-replicas", "LTIOP_REPLAY_STORE_WAIT_REPLICAS", "confirm each use on this many Redis replicas (WAIT) before it counts; 0: off", func(c *Config) flag.Value { return (*intValue)(&c.ReplayStoreWaitReplicas) }},
+	{"replay-store-wait-replicas", "LTIOP_REPLAY_STORE_WAIT_REPLICAS", "confirm each use on this many Redis replicas (WAIT) before it counts: auto (1 with Sentinel, else 0) or a number; 0: off", func(c *Config) flag.Value { return &c.ReplayStoreWaitReplicas }},
 	{"replay-store-timeout", "LTIOP_REPLAY_STORE_TIMEOUT", "bound of one Redis attempt (one retry follows a failure)", func(c *Config) flag.Value { return (*durationValue)(&c.ReplayStoreTimeout.Duration) }},
 	{"rate-limit-launch", "LTIOP_RATE_LIMIT_LAUNCH", "per-client-IP limit of /lti/login, /lti/launch, /lti/launch/complete as rate/burst (requests a second / at once); 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.Launch) }},
 	{"rate-limit-register", "LTIOP_RATE_LIMIT_REGISTER", "per-client-IP limit of /lti/register as rate/burst; 0 turns it off", func(c *Config) flag.Value { return (*rateLimitValue)(&c.RateLimits.Register) }},
@@ -562,8 +563,9 @@ func (c *Config) validateReplayStore(add func(string, ...any)) {
 	if c.ReplayStoreTimeout.Duration <= 0 || c.ReplayStoreTimeout.Duration > 10*time.Second {
 		add("replayStoreTimeout: must be between 1ms and 10s, got %s", c.ReplayStoreTimeout.Duration)
 	}
-	if c.ReplayStoreWaitReplicas < 0 || c.ReplayStoreWaitReplicas > 16 {
-		add("replayStoreWaitReplicas: must be between 0 and 16, got %d", c.ReplayStoreWaitReplicas)
+	wait := c.ReplayStoreWaitReplicas
+	if wait.Given && (wait.N < 0 || wait.N > 16) {
+		add("replayStoreWaitReplicas: must be auto or between 0 and 16, got %d", wait.N)
 	}
 	sentinel := c.ReplayStoreSentinelMaster != ""
 	if sentinel != (len(c.ReplayStoreSentinelAddrs) > 0) {
@@ -584,7 +586,7 @@ func (c *Config) validateReplayStore(add func(string, ...any)) {
 		if sentinel {
 			add("replayStore: Sentinel is configured but the store is memory (use redis:///0)")
 		}
-		if c.ReplayStoreWaitReplicas > 0 {
+		if wait.Given && wait.N > 0 {
 			add("replayStoreWaitReplicas: set, but the store is memory")
 		}
 		return

@@ -251,7 +251,7 @@ dynamicRegistration:
 					ServiceKeyLifetime: config.Duration{Duration: 90 * 24 * time.Hour},
 					Kubeconfig:         "/env/kubeconfig",
 					ReplayStore:        "rediss://redis.example:6380/1", ReplayStorePassword: "from-secret",
-					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond}, ReplayStoreWaitReplicas: 1,
+					ReplayStoreKeyPrefix: "env:", ReplayStoreTimeout: config.Duration{Duration: 250 * time.Millisecond}, ReplayStoreWaitReplicas: config.WaitFor(1),
 					LogLevel: "error", LogFormat: "console",
 					RateLimits: func() config.RateLimits {
 						r := config.DefaultRateLimits()
@@ -473,7 +473,12 @@ func TestLoadErrors(t *testing.T) {
 		{name: "replayStore Sentinel with rediss:// and no host name to check the certificates against", env: base().with("LTIOP_REPLAY_STORE", "rediss:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0:26379"), want: []string{"with Sentinel, a rediss:// URL must name the master's host name"}},
 		{name: "replayStore Sentinel address not host:port", env: base().with("LTIOP_REPLAY_STORE", "redis:///0").with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0"), want: []string{`replayStoreSentinelAddrs: "sentinel-0" is not host:port`}},
 		{name: "replayStore Sentinel with memory", env: base().with("LTIOP_REPLAY_STORE_SENTINEL_MASTER", "m").with("LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "s:26379"), want: []string{"Sentinel is configured but the store is memory"}},
-		{name: "replayStoreWaitReplicas negative", env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_WAIT_REPLICAS", "-1"), want: []string{"replayStoreWaitReplicas: must be between 0 and 16"}},
+		{name: "replayStoreWaitReplicas negative", env: base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_WAIT_REPLICAS", "-1"), want: []string{"replayStoreWaitReplicas: must be auto or between 0 and 16, got -1"}},
+		{name: "replayStoreWaitReplicas above 16", file: "replayStore: redis://redis:6379/0\nreplayStoreWaitReplicas: 17\n", env: base(), want: []string{"replayStoreWaitReplicas: must be auto or between 0 and 16, got 17"}},
+		{name: "replayStoreWaitReplicas a word", args: []string{"--replay-store-wait-replicas", "always"}, env: base(), want: []string{"replay-store-wait-replicas", `must be "auto" or a number`}},
+		{name: "replayStoreWaitReplicas a word in env", env: base().with("LTIOP_REPLAY_STORE_WAIT_REPLICAS", "Auto"), want: []string{"LTIOP_REPLAY_STORE_WAIT_REPLICAS", `must be "auto" or a number`}},
+		{name: "YAML replayStoreWaitReplicas a fraction", file: "replayStoreWaitReplicas: 1.5\n", env: base(), want: []string{"configuration file", `must be "auto" or a number`}},
+		{name: "YAML replayStoreWaitReplicas true", file: "replayStoreWaitReplicas: true\n", env: base(), want: []string{"configuration file", `must be "auto" or a number`}},
 		{name: "replayStoreWaitReplicas with memory", env: base().with("LTIOP_REPLAY_STORE_WAIT_REPLICAS", "1"), want: []string{"replayStoreWaitReplicas: set, but the store is memory"}},
 		{name: "replayStore Sentinel password without Sentinel", env: base().with("LTIOP_REPLAY_STORE_SENTINEL_PASSWORD", "x"), want: []string{"no Sentinel is configured"}},
 		{name: "platformKeyRotateEvery too short", env: base().with("LTIOP_PLATFORM_KEY_ROTATE_EVERY", "1h"), want: []string{"platformKeyRotateEvery: must be 0"}},
@@ -612,6 +617,60 @@ func TestReplayStoreSettings(t *testing.T) {
 	b, _ := json.Marshal(mustLoad(t, nil, base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0", "LTIOP_REPLAY_STORE_PASSWORD", "hunter2")))
 	if strings.Contains(string(b), "hunter2") {
 		t.Errorf("the password is marshalled: %s", b)
+	}
+}
+
+// replayStoreWaitReplicas is auto unless given: WAIT 1 when Sentinel finds the master (the
+// HA set-up, whose failover would otherwise forget the last uses: issue #34), none for one
+// Redis URL or memory; an explicit 0 turns it off, from any source.
+func TestReplayWaitReplicas(t *testing.T) {
+	isolate(t)
+	sentinel := base().with("LTIOP_REPLAY_STORE", "redis:///0", "LTIOP_REPLAY_STORE_SENTINEL_MASTER", "mymaster",
+		"LTIOP_REPLAY_STORE_SENTINEL_ADDRS", "sentinel-0:26379,sentinel-1:26379")
+	redis := base().with("LTIOP_REPLAY_STORE", "redis://redis:6379/0")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  env
+		file string
+		want int
+		auto bool
+	}{
+		{name: "memory", env: base(), want: 0, auto: true},
+		{name: "one Redis URL", env: redis, want: 0, auto: true},
+		{name: "Sentinel", env: sentinel, want: 1, auto: true},
+		{name: "Sentinel, auto written out", env: sentinel.with("LTIOP_REPLAY_STORE_WAIT_REPLICAS", "auto"), want: 1, auto: true},
+		{name: "Sentinel, off in the environment", env: sentinel.with("LTIOP_REPLAY_STORE_WAIT_REPLICAS", "0"), want: 0},
+		{name: "Sentinel, off in the file", file: "replayStoreWaitReplicas: 0\n", env: sentinel, want: 0},
+		{name: "Sentinel, off by flag over a file's 2", args: []string{"--replay-store-wait-replicas=0"}, file: "replayStoreWaitReplicas: 2\n", env: sentinel, want: 0},
+		{name: "Sentinel, two", file: "replayStoreWaitReplicas: 2\n", env: sentinel, want: 2},
+		{name: "Sentinel, auto in the file", file: "replayStoreWaitReplicas: auto\n", env: sentinel, want: 1, auto: true},
+		{name: "one Redis URL with replicas behind it", env: redis.with("LTIOP_REPLAY_STORE_WAIT_REPLICAS", "1"), want: 1},
+		{name: "memory, off", env: base().with("LTIOP_REPLAY_STORE_WAIT_REPLICAS", "0"), want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeYAML(t, tc.file)}, args...)
+			}
+			cfg := mustLoad(t, args, tc.env)
+			if got := cfg.ReplayWaitReplicas(); got != tc.want {
+				t.Errorf("ReplayWaitReplicas() = %d, want %d", got, tc.want)
+			}
+			if cfg.ReplayStoreWaitReplicas.Given == tc.auto {
+				t.Errorf("ReplayStoreWaitReplicas = %+v, want auto %v", cfg.ReplayStoreWaitReplicas, tc.auto)
+			}
+		})
+	}
+	for w, want := range map[config.WaitReplicas]string{{}: `"auto"`, config.WaitFor(0): `0`, config.WaitFor(2): `2`} {
+		b, err := json.Marshal(w)
+		if err != nil || string(b) != want {
+			t.Errorf("Marshal(%+v) = %s, %v; want %s", w, b, err, want)
+		}
+		var back config.WaitReplicas
+		if err := json.Unmarshal(b, &back); err != nil || back != w {
+			t.Errorf("Unmarshal(%s) = %+v, %v", b, back, err)
+		}
 	}
 }
 

@@ -1,0 +1,172 @@
+package testredis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Group is a replicated Redis as Sentinel set-ups run it: a master, its replicas, and one
+// Sentinel that promotes a replica when the master stops answering.
+type Group struct {
+	// MasterName is the name the Sentinel monitors the master under.
+	MasterName string
+	// Servers are the master (Servers[0] at the start) and its replicas.
+	Servers []*Server
+	// Sentinel is the sentinel (quorum one).
+	Sentinel *Server
+}
+
+// StartGroup runs a master, replicas replicas of it and a Sentinel that declares the master
+// down after downAfter without an answer, and waits until every replica follows the master
+// and the Sentinel knows them all.
+func StartGroup(tb TB, masterName string, replicas int, downAfter time.Duration) *Group {
+	tb.Helper()
+	// A replica that (re)joins empty needs a full sync: start it at once rather than
+	// after the default 5 s wait for more replicas to share it.
+	opt := WithArgs("--repl-diskless-sync-delay", "0")
+	master := Start(tb, opt)
+	g := &Group{MasterName: masterName, Servers: []*Server{master}}
+	for range replicas {
+		g.Servers = append(g.Servers, Start(tb, opt, WithArgs("--replicaof", "127.0.0.1", master.Port())))
+	}
+	if err := g.await(10*time.Second, "the replicas follow the master", func() bool { return g.follows(master) }); err != nil {
+		tb.Fatal(err)
+	}
+	g.Sentinel = Start(tb, WithSentinel(masterName, master.Addr, downAfter))
+	if err := g.await(10*time.Second, "the Sentinel knows the replicas", g.Healthy); err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// Master is the server that says it is the master now, or nil.
+func (g *Group) Master() *Server {
+	for _, s := range g.Servers {
+		if role, err := s.Do("ROLE").Slice(); err == nil && len(role) > 0 && role[0] == "master" {
+			return s
+		}
+	}
+	return nil
+}
+
+// Healthy says whether the set-up is whole again: the Sentinel names a master that answers
+// as one, every other server follows it (link up), and the Sentinel knows each of them as
+// a replica it reaches (so it could promote any of them).
+func (g *Group) Healthy() bool {
+	addr, err := g.Sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName).StringSlice()
+	if err != nil || len(addr) != 2 {
+		return false
+	}
+	i := slices.IndexFunc(g.Servers, func(s *Server) bool { return s.Port() == addr[1] })
+	if i < 0 || g.Master() != g.Servers[i] || !g.follows(g.Servers[i]) {
+		return false
+	}
+	known, err := g.Sentinel.Do("SENTINEL", "REPLICAS", g.MasterName).Slice()
+	if err != nil || len(known) != len(g.Servers)-1 {
+		return false
+	}
+	for _, r := range known {
+		fields, ok := r.([]any)
+		if !ok {
+			return false
+		}
+		for j := 0; j+1 < len(fields); j += 2 {
+			if fields[j] == "flags" && fields[j+1] != "slave" {
+				return false // s_down, disconnected…
+			}
+		}
+	}
+	return true
+}
+
+// Rejoin starts a stopped server again, empty, as a replica of the master Sentinel names:
+// what a Redis pod's start script does (it asks the sentinels for the master first).
+func (g *Group) Rejoin(s *Server) error {
+	addr, err := g.Sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName).StringSlice()
+	if err != nil || len(addr) != 2 {
+		return fmt.Errorf("the Sentinel names no master: %v %v", addr, err)
+	}
+	if addr[1] == s.Port() {
+		return fmt.Errorf("the Sentinel still names the stopped server %s as the master", s.Addr)
+	}
+	s.mu.Lock()
+	if i := slices.Index(s.args, "--replicaof"); i >= 0 {
+		s.args = slices.Delete(s.args, i, i+3)
+	}
+	s.args = append(s.args, "--replicaof", addr[0], addr[1])
+	s.mu.Unlock()
+	s.Stop()
+	return s.start()
+}
+
+// follows says whether every server but master replicates it with the link up and has
+// confirmed a write made now (WAIT): a replica that has just synced receives the stream
+// only from its first acknowledgement on, up to a second later, and until then it would
+// miss the uses the others confirm.
+func (g *Group) follows(master *Server) bool {
+	info, err := master.Do("INFO", "replication").Text()
+	if err != nil {
+		return false
+	}
+	online := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") {
+			online++
+		}
+	}
+	if online != len(g.Servers)-1 {
+		return false
+	}
+	for _, s := range g.Servers {
+		if s == master {
+			continue
+		}
+		info, err := s.Do("INFO", "replication").Text()
+		if err != nil || !strings.Contains(info, "master_port:"+master.Port()+"\r") || !strings.Contains(info, "master_link_status:up") {
+			return false
+		}
+	}
+	c := master.client()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var wait *goredis.Cmd
+	_, err = c.Pipelined(ctx, func(p goredis.Pipeliner) error { // WAIT counts its own connection's writes
+		p.Set(ctx, "testredis:synced", time.Now().UnixNano(), time.Minute)
+		wait = p.Do(ctx, "WAIT", len(g.Servers)-1, 500)
+		return nil
+	})
+	n, _ := wait.Int()
+	return err == nil && n == len(g.Servers)-1
+}
+
+func (g *Group) await(limit time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %s", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond) // a poll interval
+	}
+	return nil
+}
+
+// Do sends one command (ROLE, INFO, ACL…) on a connection of its own, bounded by a second:
+// the test's own questions and faults, not what is tested.
+func (s *Server) Do(args ...any) *goredis.Cmd {
+	c := s.client()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return c.Do(ctx, args...)
+}
+
+func (s *Server) client() *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: s.Addr, Password: s.Password, MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+		PoolSize: 1, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second})
+}
