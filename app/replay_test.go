@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,13 +69,8 @@ func TestReplayStoreOfTheSentinelConfigurationSurvivesAFailover(t *testing.T) {
 	}
 
 	master := g.Master()
-	for _, cmd := range [][]any{{"ACL", "SETUSER", "default", "-psync", "-sync"}, {"CLIENT", "KILL", "TYPE", "replica"}} {
-		if err := master.Do(cmd...).Err(); err != nil {
-			t.Fatalf("%v: %v", cmd, err)
-		}
-	}
-	if info, err := master.Do("INFO", "replication").Text(); err != nil || !strings.Contains(info, "connected_slaves:0") {
-		t.Fatalf("the replicas are still linked: %v\n%s", err, info)
+	if err := g.CutOff(master); err != nil {
+		t.Fatal(err)
 	}
 	accepted, err := use("launch-state")
 	master.Stop() // SIGKILL

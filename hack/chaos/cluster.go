@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,26 +49,29 @@ type setup struct {
 	command  []string      // runs ltiop: a binary, or the test binary re-executed
 	env      []string      // added to each replica's environment (e.g. LTIOP_REPLAY_STORE_WAIT_REPLICAS)
 	downAft  time.Duration // Sentinel's down-after-milliseconds
+	redisRep int           // Redis replicas besides the master
+	rejoin   time.Duration // how long a killed Redis master stays away before it rejoins as a replica
 	dir      string        // logs and the kubeconfig
 }
 
 // cluster is a running chaos set-up: the control plane behind a link that can be cut, a
-// Redis master with one replica and a Sentinel, an LMS, and ltiop replicas as processes of
+// Redis master with its replicas and a Sentinel, an LMS, and ltiop replicas as processes of
 // their own (so that SIGKILL is a real kill).
 type cluster struct {
-	s        setup
-	tb       testredis.TB
-	env      *envtest.Environment
-	restCfg  *rest.Config
-	k8s      client.Client
-	link     *testnet.Cutter
-	kubecfg  string
-	redis    []*testredis.Server // [0] starts as the master, [1] as its replica
-	sentinel *testredis.Server
-	lms      *lmssim.LMS
-	lmsSrv   *httptest.Server
-	list     []*replica
-	next     atomic.Uint64
+	s       setup
+	tb      testredis.TB
+	env     *envtest.Environment
+	restCfg *rest.Config
+	k8s     client.Client
+	link    *testnet.Cutter
+	kubecfg string
+	redis   *testredis.Group
+	lms     *lmssim.LMS
+	lmsSrv  *httptest.Server
+	list    []*replica
+	next    atomic.Uint64 // strike marks the moment the fault under way strikes (a Redis master's death): the
+	// launches just before it are those replayed after it.
+	strike func()
 }
 
 // start brings everything up and waits until each replica serves a launch.
@@ -133,9 +135,7 @@ func start(ctx context.Context, tb testredis.TB, s setup) (*cluster, error) {
 		return nil, err
 	}
 
-	if err := c.startRedis(ctx); err != nil {
-		return nil, err
-	}
+	c.redis = testredis.StartGroup(tb, masterName, s.redisRep, s.downAft)
 	for i := 1; i <= s.replicas; i++ {
 		r := &replica{n: i, web: freeAddr(), metrics: freeAddr(), log: filepath.Join(s.dir, "ltiop-"+strconv.Itoa(i)+".log")}
 		c.list = append(c.list, r)
@@ -151,43 +151,6 @@ func start(ctx context.Context, tb testredis.TB, s setup) (*cluster, error) {
 	}
 	// The rotations need the controllers running.
 	return c, await(ctx, 2*time.Minute, "a replica leads", func() bool { return c.leader(ctx) != nil })
-}
-
-// startRedis runs a master, a replica of it and a Sentinel watching them.
-func (c *cluster) startRedis(ctx context.Context) error {
-	master := testredis.Start(c.tb)
-	replica := testredis.Start(c.tb, testredis.WithArgs("--replicaof", "127.0.0.1", master.Port()))
-	c.redis = []*testredis.Server{master, replica}
-	if err := await(ctx, 10*time.Second, "the Redis replica follows the master", func() bool {
-		info, err := redisClient(replica.Addr).Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}); err != nil {
-		return err
-	}
-	c.sentinel = testredis.Start(c.tb, testredis.WithSentinel(masterName, master.Addr, c.s.downAft))
-	return await(ctx, 10*time.Second, "the Sentinel knows the replica", func() bool {
-		res, err := redisClient(c.sentinel.Addr).Do(ctx, "SENTINEL", "REPLICAS", masterName).Slice()
-		return err == nil && len(res) == 1
-	})
-}
-
-// redisClient is a one-off client for the harness's own questions (ROLE, INFO).
-func redisClient(addr string) *goredis.Client {
-	return goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 500 * time.Millisecond, Protocol: 2, DisableIdentity: true})
-}
-
-// master is the Redis node that says it is the master now, or nil.
-func (c *cluster) master(ctx context.Context) *testredis.Server {
-	for _, s := range c.redis {
-		cl := redisClient(s.Addr)
-		role, err := cl.Do(ctx, "ROLE").Slice()
-		_ = cl.Close()
-		if err == nil && len(role) > 0 && role[0] == "master" {
-			return s
-		}
-	}
-	return nil
 }
 
 // pick is the base URL of the next replica in the Service's endpoints (round robin over
@@ -279,7 +242,7 @@ func (r *replica) start(c *cluster) error {
 		"LTIOP_OUTBOUND_ALLOW_LOOPBACK=true",
 		"LTIOP_REPLAY_STORE=redis:///0",
 		"LTIOP_REPLAY_STORE_SENTINEL_MASTER="+masterName,
-		"LTIOP_REPLAY_STORE_SENTINEL_ADDRS="+c.sentinel.Addr,
+		"LTIOP_REPLAY_STORE_SENTINEL_ADDRS="+c.redis.Sentinel.Addr,
 	)
 	cmd.Env = append(cmd.Env, c.s.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

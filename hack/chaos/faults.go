@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ltiv1 "github.com/ltiop/ltiop/api/v1alpha1"
+	"github.com/ltiop/ltiop/test/utils/testredis"
 )
 
 // fault is one failure injected under load.
@@ -53,7 +54,6 @@ func failClosed(reason string) bool { return strings.HasSuffix(reason, storeUnav
 // API server stays cut off.
 func (c *cluster) faults(apiOutage time.Duration) []fault {
 	var toolKeyWas, toolKeyAsked, platformKeyAsked string
-	var killedMaster string
 	restart := func(ctx context.Context, r *replica, sig func()) error {
 		sig()
 		r.inService.Store(false)
@@ -63,6 +63,24 @@ func (c *cluster) faults(apiOutage time.Duration) []fault {
 		return c.awaitServing(ctx, r, 2*time.Minute)
 	}
 	hasLeader := func(ctx context.Context) bool { return c.leader(ctx) != nil }
+	killMaster := func(ctx context.Context, m *testredis.Server) error {
+		c.strike()
+		m.Stop()
+		if err := await(ctx, time.Minute, "Sentinel promotes a replica", func() bool {
+			n := c.redis.Master()
+			return n != nil && n != m
+		}); err != nil {
+			return err
+		}
+		// Restarted empty after a while, as Kubernetes would, and started as a replica of
+		// the master the sentinels name, as a Redis pod's start script does.
+		select { // the pod's restart: nothing to await
+		case <-time.After(c.s.rejoin):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return c.redis.Rejoin(m)
+	}
 	return []fault{
 		{key: "tool-key", name: "tool key rotated (annotation)", mayFail: none,
 			inject: func(ctx context.Context) error {
@@ -109,34 +127,35 @@ func (c *cluster) faults(apiOutage time.Duration) []fault {
 			healed: hasLeader},
 		{key: "redis", name: "Redis master SIGKILL (Sentinel failover)", mayFail: failClosed,
 			inject: func(ctx context.Context) error {
-				m := c.master(ctx)
+				m := c.redis.Master()
 				if m == nil {
 					return fmt.Errorf("no Redis master to kill")
 				}
-				killedMaster = m.Addr
-				m.Stop()
-				if err := await(ctx, time.Minute, "Sentinel promotes the replica", func() bool {
-					n := c.master(ctx)
-					return n != nil && n.Addr != killedMaster
-				}); err != nil {
+				return killMaster(ctx, m)
+			},
+			// The set-up is whole again (every replica streaming from the new master), so
+			// that the next failover has as many replicas to promote.
+			healed: func(context.Context) bool { return c.redis.Healthy() }},
+		// A partition first: the master keeps answering clients, but no replica gets what
+		// it acknowledges, and then it dies. Without WAIT every use of that second is lost in
+		// the failover, and the launches of that second can be replayed after it.
+		{key: "redis-partition", name: "Redis master cut off from its replicas for 1 s, then SIGKILL", mayFail: failClosed,
+			inject: func(ctx context.Context) error {
+				m := c.redis.Master()
+				if m == nil {
+					return fmt.Errorf("no Redis master to cut off")
+				}
+				if err := c.redis.CutOff(m); err != nil {
 					return err
 				}
-				// Restarted empty, as Kubernetes would; Sentinel makes it a replica of the new
-				// master (which WAIT needs).
-				m.Restart()
-				return nil
-			},
-			healed: func(ctx context.Context) bool {
-				for _, s := range c.redis {
-					if s.Addr == killedMaster {
-						cl := redisClient(s.Addr)
-						info, err := cl.Info(ctx, "replication").Result()
-						_ = cl.Close()
-						return err == nil && strings.Contains(info, "master_link_status:up")
-					}
+				select { // the partition: launches go on meanwhile
+				case <-time.After(time.Second):
+				case <-ctx.Done():
+					return ctx.Err()
 				}
-				return false
-			}},
+				return killMaster(ctx, m)
+			},
+			healed: func(context.Context) bool { return c.redis.Healthy() }},
 		{key: "follower", name: "follower replica SIGKILL", mayFail: killedInFlight,
 			inject: func(ctx context.Context) error {
 				l := c.leader(ctx)
@@ -199,6 +218,9 @@ func (c *cluster) usage(ctx context.Context) usage {
 func (c *cluster) inject(ctx context.Context, l *load, f fault, minWindow, limit time.Duration) (result, error) {
 	res := result{name: f.name, before: c.usage(ctx)}
 	acceptedBefore := l.replaysAccepted.Load()
+	var before []launched
+	c.strike = func() { before = l.lastLaunches() }
+	c.strike() // at once, unless the fault says when
 	t0 := time.Now()
 	if err := f.inject(ctx); err != nil {
 		return res, fmt.Errorf("%s: %w", f.name, err)
@@ -250,7 +272,8 @@ func (c *cluster) inject(ctx context.Context, l *load, f fault, minWindow, limit
 		res.failing = lastFail.Sub(firstFail)
 	}
 	res.reasons = reasons(l.between(t0, end))
-	res.replayed = int64(l.replayRecent("after " + f.name))
+	l.replayAll(before, "after "+f.name)
+	res.replayed = int64(len(before))
 	res.replaysAccepted = l.replaysAccepted.Load() - acceptedBefore
 	res.after = c.usage(ctx)
 	return res, nil

@@ -110,16 +110,35 @@ func (l *load) replay(b *browser, d launched, when string) {
 	}
 }
 
-// replayRecent replays the last successful launches (those before a fault, after it).
-func (l *load) replayRecent(when string) int {
+// lastLaunches are the last successful launches now (those just before a fault strikes).
+func (l *load) lastLaunches() []launched {
 	l.mu.Lock()
-	list := slices.Clone(l.recent)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.recent)
+}
+
+// replayAll replays list (the launches just before a fault, after it).
+func (l *load) replayAll(list []launched, when string) {
 	b := newBrowser(l.c)
 	for _, d := range list {
 		l.replay(b, d, when)
 	}
-	return len(list)
+}
+
+// accepted counts the replays wrongly accepted so far by when they were sent.
+func (l *load) accepted() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	count := map[string]int{}
+	for _, when := range l.acceptedReplays {
+		count[when]++
+	}
+	var parts []string
+	for when, n := range count {
+		parts = append(parts, fmt.Sprintf("%d× %s", n, when))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
 }
 
 // between returns the outcomes of launches started in [from, to).

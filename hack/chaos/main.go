@@ -1,11 +1,14 @@
 // Command chaos runs ltiop replicas under a steady load of complete launches and injects
 // failures one at a time (issue #26 §3): a tool-key and a platform-key rotation, the API
-// server cut off, the Redis master killed (Sentinel fails over), a follower replica and the
-// leader killed with SIGKILL, and a rolling restart with SIGTERM. Everything is real and
-// local: the embedded control plane (kube-apiserver and etcd from KUBEBUILDER_ASSETS, the
-// replicas reaching it through a TCP link the run cuts), redis-server as master, replica and
-// Sentinel, an LMS simulator signing real launches, and the ltiop binary run as one process
-// per replica with leader election and the replay store found through Sentinel.
+// server cut off, the Redis master killed (Sentinel fails over; -failovers times in a row),
+// the Redis master cut off from its replicas and then killed, a follower replica and the
+// leader killed with SIGKILL, and a rolling restart with SIGTERM.
+// Everything is real and local: the embedded control plane (kube-apiserver and etcd from
+// KUBEBUILDER_ASSETS, the replicas reaching it through a TCP link the run cuts),
+// redis-server as master, two replicas (-redis-replicas) and Sentinel, an LMS simulator
+// signing real launches, and the ltiop binary run as one process per replica with leader
+// election and the replay store found through Sentinel, in its default configuration (which
+// confirms each use on a Redis replica: -env changes it).
 //
 // Browsers (a goroutine each) loop over login → launch → GET /api/idtoken, each request to
 // the next replica in the Service's endpoints, and replay each launch right after it
@@ -43,8 +46,11 @@ import (
 
 type options struct {
 	replicas, browsers int
+	redisReplicas      int
+	failovers          int
 	faults             string
 	apiOutage, window  time.Duration
+	rejoinAfter        time.Duration
 	downAfter          time.Duration
 	soak, sample       time.Duration
 	bin, out           string
@@ -55,7 +61,10 @@ func main() {
 	var o options
 	flag.IntVar(&o.replicas, "replicas", 3, "ltiop replicas")
 	flag.IntVar(&o.browsers, "c", 4, "concurrent browsers")
-	flag.StringVar(&o.faults, "faults", "tool-key,platform-key,apiserver,redis,follower,leader,rolling", "failures to inject, in this order")
+	flag.StringVar(&o.faults, "faults", "tool-key,platform-key,apiserver,redis,redis-partition,follower,leader,rolling", "failures to inject, in this order")
+	flag.IntVar(&o.failovers, "failovers", 3, "Redis failovers in a row where -faults says redis")
+	flag.IntVar(&o.redisReplicas, "redis-replicas", 2, "Redis replicas besides the master")
+	flag.DurationVar(&o.rejoinAfter, "rejoin-after", 10*time.Second, "how long a killed Redis master stays away before it rejoins as a replica (a pod's restart)")
 	flag.DurationVar(&o.apiOutage, "api-outage", 60*time.Second, "how long the API server stays cut off")
 	flag.DurationVar(&o.window, "window", 30*time.Second, "shortest window counted per failure")
 	flag.DurationVar(&o.downAfter, "down-after", time.Second, "Sentinel's down-after-milliseconds")
@@ -63,7 +72,7 @@ func main() {
 	flag.DurationVar(&o.sample, "sample", time.Minute, "sampling interval of -soak")
 	flag.StringVar(&o.bin, "bin", "", "the ltiop binary (default: built from this checkout)")
 	flag.StringVar(&o.out, "out", "", "directory for the replicas' logs (default: a temporary one, removed)")
-	flag.StringVar(&o.env, "env", "", "more environment for every replica, comma-separated NAME=value (e.g. LTIOP_REPLAY_STORE_WAIT_REPLICAS=1)")
+	flag.StringVar(&o.env, "env", "", "more environment for every replica, comma-separated NAME=value (e.g. LTIOP_REPLAY_STORE_WAIT_REPLICAS=0)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -104,8 +113,9 @@ func run(ctx context.Context, tb *runTB, o options) error {
 	if o.env != "" {
 		env = strings.Split(o.env, ",")
 	}
-	say("starting the control plane, Redis (master, replica, Sentinel), the LMS and %d replicas", o.replicas)
-	c, err := start(ctx, tb, setup{root: root, replicas: o.replicas, command: []string{bin}, env: env, downAft: o.downAfter, dir: dir})
+	say("starting the control plane, Redis (master, %d replicas, Sentinel), the LMS and %d replicas", o.redisReplicas, o.replicas)
+	c, err := start(ctx, tb, setup{root: root, replicas: o.replicas, command: []string{bin}, env: env, downAft: o.downAfter,
+		redisRep: o.redisReplicas, rejoin: o.rejoinAfter, dir: dir})
 	if err != nil {
 		return err
 	}
@@ -122,7 +132,17 @@ func run(ctx context.Context, tb *runTB, o options) error {
 		if i < 0 {
 			return fmt.Errorf("-faults: no failure %q", key)
 		}
-		chosen = append(chosen, all[i])
+		n := 1
+		if key == "redis" {
+			n = o.failovers
+		}
+		for k := range n {
+			f := all[i]
+			if n > 1 {
+				f.name += fmt.Sprintf(", %d of %d", k+1, n)
+			}
+			chosen = append(chosen, f)
+		}
 	}
 	// A steady state first: the load runs a window with nothing broken.
 	calm := time.Now()
@@ -140,8 +160,8 @@ func run(ctx context.Context, tb *runTB, o options) error {
 	l.halt()
 
 	host, _ := os.Hostname()
-	fmt.Printf("\n%d replicas, %d browsers, Sentinel down-after %s, replicas' extra environment %q; %s, %d cores, load average %s\n",
-		o.replicas, o.browsers, o.downAfter, o.env, host, runtime.NumCPU(), loadAverage())
+	fmt.Printf("\n%d replicas, %d browsers, Redis master with %d replicas (a killed master rejoins after %s), Sentinel down-after %s, replicas' extra environment %q; %s, %d cores, load average %s\n",
+		o.replicas, o.browsers, o.redisReplicas, o.rejoinAfter, o.downAfter, o.env, host, runtime.NumCPU(), loadAverage())
 	ok := 0
 	for _, b := range baseline {
 		if b.reason == "" {
@@ -168,7 +188,7 @@ func run(ctx context.Context, tb *runTB, o options) error {
 		}
 	}
 	if l.replaysAccepted.Load() > 0 {
-		return fmt.Errorf("%d replays were accepted", l.replaysAccepted.Load())
+		return fmt.Errorf("%d replays were accepted (%s)", l.replaysAccepted.Load(), l.accepted())
 	}
 	return nil
 }

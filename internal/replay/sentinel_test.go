@@ -11,35 +11,14 @@ import (
 	"github.com/ltiop/ltiop/test/utils/testredis"
 )
 
-// awaitTrue polls cond until it holds, failing the test after limit.
-func awaitTrue(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond) // a poll interval, not a wait for something to happen
-	}
-}
-
 // A real master, replica and sentinel: the master is killed mid-flow. While no master
 // answers, every use fails closed (ErrUnavailable, never "first use" unrecorded); after the
 // failover uses are recorded again on the promoted replica, and no item used before the
 // failover is accepted again.
 func TestRedisSentinelFailover(t *testing.T) {
 	ctx := context.Background()
-	master := testredis.Start(t)
-	replica := testredis.Start(t, testredis.WithArgs("--replicaof", "127.0.0.1", master.Port()))
-	awaitTrue(t, 10*time.Second, "the replica follows the master", func() bool {
-		info, err := inspect(t, replica).Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
-	sentinel := testredis.Start(t, testredis.WithSentinel("ltiop", master.Addr, 500*time.Millisecond))
-	awaitTrue(t, 10*time.Second, "the sentinel knows the replica", func() bool {
-		res, err := inspect(t, sentinel).Do(ctx, "SENTINEL", "REPLICAS", "ltiop").Slice()
-		return err == nil && len(res) == 1
-	})
+	g := testredis.StartGroup(t, "ltiop", 1, 500*time.Millisecond)
+	master, replica, sentinel := g.Servers[0], g.Servers[1], g.Sentinel
 
 	store, err := NewRedis(RedisOptions{URL: "redis:///0", KeyPrefix: "sentinel:", Timeout: 200 * time.Millisecond,
 		Sentinel: &SentinelOptions{MasterName: "ltiop", Addrs: []string{sentinel.Addr}}})

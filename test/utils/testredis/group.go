@@ -44,64 +44,88 @@ func StartGroup(tb TB, masterName string, replicas int, downAfter time.Duration)
 	return g
 }
 
-// Master is the server that says it is the master now, or nil.
+// Master is the master as clients find it: the server the Sentinel names, when it also
+// says it is the master; nil while a failover is under way.
 func (g *Group) Master() *Server {
-	for _, s := range g.Servers {
-		if role, err := s.Do("ROLE").Slice(); err == nil && len(role) > 0 && role[0] == "master" {
-			return s
-		}
-	}
-	return nil
-}
-
-// Healthy says whether the set-up is whole again: the Sentinel names a master that answers
-// as one, every other server follows it (link up), and the Sentinel knows each of them as
-// a replica it reaches (so it could promote any of them).
-func (g *Group) Healthy() bool {
 	addr, err := g.Sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName).StringSlice()
 	if err != nil || len(addr) != 2 {
-		return false
+		return nil
 	}
 	i := slices.IndexFunc(g.Servers, func(s *Server) bool { return s.Port() == addr[1] })
-	if i < 0 || g.Master() != g.Servers[i] || !g.follows(g.Servers[i]) {
+	if i < 0 {
+		return nil
+	}
+	if role, err := g.Servers[i].Do("ROLE").Slice(); err != nil || len(role) == 0 || role[0] != "master" {
+		return nil
+	}
+	return g.Servers[i]
+}
+
+// Healthy says whether the set-up is whole again: there is a Master, the Sentinel has no
+// failover under way, every other server follows the master, and the Sentinel knows each
+// of them as a replica it reaches (so it could promote any of them).
+func (g *Group) Healthy() bool {
+	m := g.Master()
+	if m == nil || !g.follows(m) {
 		return false
+	}
+	master, err := g.Sentinel.Do("SENTINEL", "MASTER", g.MasterName).Slice()
+	if err != nil || flags(master) != "master" {
+		return false // s_down, failover_in_progress…
 	}
 	known, err := g.Sentinel.Do("SENTINEL", "REPLICAS", g.MasterName).Slice()
 	if err != nil || len(known) != len(g.Servers)-1 {
 		return false
 	}
 	for _, r := range known {
-		fields, ok := r.([]any)
-		if !ok {
-			return false
-		}
-		for j := 0; j+1 < len(fields); j += 2 {
-			if fields[j] == "flags" && fields[j+1] != "slave" {
-				return false // s_down, disconnected…
-			}
+		if r, ok := r.([]any); !ok || flags(r) != "slave" {
+			return false // s_down, disconnected…
 		}
 	}
 	return true
 }
 
-// Rejoin starts a stopped server again, empty, as a replica of the master Sentinel names:
-// what a Redis pod's start script does (it asks the sentinels for the master first).
-func (g *Group) Rejoin(s *Server) error {
-	addr, err := g.Sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName).StringSlice()
-	if err != nil || len(addr) != 2 {
-		return fmt.Errorf("the Sentinel names no master: %v %v", addr, err)
+// flags is the "flags" field of a Sentinel reply about one instance (name, value, …).
+func flags(fields []any) string {
+	for j := 0; j+1 < len(fields); j += 2 {
+		if fields[j] == "flags" {
+			s, _ := fields[j+1].(string)
+			return s
+		}
 	}
-	if addr[1] == s.Port() {
-		return fmt.Errorf("the Sentinel still names the stopped server %s as the master", s.Addr)
+	return ""
+}
+
+// Rejoin starts a stopped server again, empty, as a replica of the Master: what a Redis
+// pod's start script does (it asks the sentinels for the master first).
+func (g *Group) Rejoin(s *Server) error {
+	m := g.Master()
+	if m == nil || m == s {
+		return fmt.Errorf("no master to rejoin %s to", s.Addr)
 	}
 	s.mu.Lock()
 	if i := slices.Index(s.args, "--replicaof"); i >= 0 {
 		s.args = slices.Delete(s.args, i, i+3)
 	}
-	s.args = append(s.args, "--replicaof", addr[0], addr[1])
+	s.args = append(s.args, "--replicaof", "127.0.0.1", m.Port())
 	s.mu.Unlock()
 	s.Stop()
 	return s.start()
+}
+
+// CutOff cuts master off from its replicas as a network partition would, while clients
+// still reach it: it refuses their resynchronisation (an ACL denies PSYNC and SYNC) and
+// drops their links. What it acknowledges from then on is on no replica.
+func (g *Group) CutOff(master *Server) error {
+	for _, cmd := range [][]any{{"ACL", "SETUSER", "default", "-psync", "-sync"}, {"CLIENT", "KILL", "TYPE", "replica"}} {
+		if err := master.Do(cmd...).Err(); err != nil {
+			return fmt.Errorf("%v: %w", cmd, err)
+		}
+	}
+	if info, err := master.Do("INFO", "replication").Text(); err != nil || !strings.Contains(info, "connected_slaves:0") {
+		return fmt.Errorf("the replicas are still linked: %v\n%s", err, info)
+	}
+	return nil
 }
 
 // follows says whether every server but master replicates it with the link up and has

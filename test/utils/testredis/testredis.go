@@ -1,5 +1,6 @@
 // Package testredis runs a real redis-server for a test: on a free loopback port, with a
-// temporary directory and no persistence, stopped when the test ends. Without
+// temporary directory and no persistence (unless WithArgs turns it on), stopped when the
+// test ends; StartGroup runs a master, replicas and a Sentinel. Without
 // redis-server on PATH the test is skipped, unless CI is set: there it fails, so CI never
 // passes by skipping (.ci/run installs Debian's redis-server package).
 package testredis
@@ -113,7 +114,8 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// Restart starts a stopped server again on the same port, empty.
+// Restart starts a stopped server again on the same port and directory, with the same
+// arguments: empty, unless they turned persistence on (WithArgs("--appendonly", "yes")).
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Stop()
