@@ -128,8 +128,8 @@ func TestChaos(t *testing.T) {
 		if err != nil {
 			t.Fatal(err) // among them: no launch succeeded after the failure healed
 		}
-		t.Logf("%s: %d launches, %d ok, %d failed (%s) for %.1f s; %d replays accepted; %d launches before it replayed after it",
-			f.name, res.attempted, res.ok, res.failed, res.reasons, res.failing.Seconds(), res.replaysAccepted, res.replayed)
+		t.Logf("%s: %d launches, %d ok, %d failed (%s) for %.1f s; %d replays accepted; %d launches before it replayed after it; %d Sentinel failovers",
+			f.name, res.attempted, res.ok, res.failed, res.reasons, res.failing.Seconds(), res.replaysAccepted, res.replayed, res.failovers)
 		if len(res.unexpected) > 0 {
 			t.Errorf("%s: launches failed in a way it must not cause: %v", f.name, res.unexpected)
 		}

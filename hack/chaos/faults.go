@@ -37,6 +37,7 @@ type result struct {
 	replaysAccepted, replayed int64    // during the window, and of the launches before it replayed after it
 	recovery                  time.Duration
 	failing                   time.Duration // from the first failed launch's start to the last one's end
+	failovers                 int           // Sentinel failovers during the window (its epoch's rise)
 	before, after             usage
 }
 
@@ -217,6 +218,7 @@ func (c *cluster) usage(ctx context.Context) usage {
 // launch started after the failure healed has succeeded, and at least minWindow.
 func (c *cluster) inject(ctx context.Context, l *load, f fault, minWindow, limit time.Duration) (result, error) {
 	res := result{name: f.name, before: c.usage(ctx)}
+	epoch := c.redis.Epoch()
 	acceptedBefore := l.replaysAccepted.Load()
 	var before []launched
 	c.strike = func() { before = l.lastLaunches() }
@@ -276,5 +278,6 @@ func (c *cluster) inject(ctx context.Context, l *load, f fault, minWindow, limit
 	res.replayed = int64(len(before))
 	res.replaysAccepted = l.replaysAccepted.Load() - acceptedBefore
 	res.after = c.usage(ctx)
+	res.failovers = c.redis.Epoch() - epoch
 	return res, nil
 }

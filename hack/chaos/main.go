@@ -169,15 +169,15 @@ func run(ctx context.Context, tb *runTB, o options) error {
 		}
 	}
 	fmt.Printf("steady state before the failures: %d launches in %s, %d ok (%.0f launches/s)\n\n", len(baseline), o.window, ok, float64(ok)/o.window.Seconds())
-	fmt.Println("| Failure | Launches attempted | Succeeded | Failed (why) | Launches failing for | Replays accepted | Time to recovery | RSS before → after | Goroutines before → after |")
-	fmt.Println("|---|---:|---:|---|---:|---:|---:|---|---|")
+	fmt.Println("| Failure | Launches attempted | Succeeded | Failed (why) | Launches failing for | Replays accepted | Time to recovery | Sentinel failovers | RSS before → after | Goroutines before → after |")
+	fmt.Println("|---|---:|---:|---|---:|---:|---:|---:|---|---|")
 	for _, r := range results {
 		why := r.reasons
 		if why == "" {
 			why = "—"
 		}
-		fmt.Printf("| %s | %d | %d | %d (%s) | %.1f s | %d | %.1f s | %s → %s | %d → %d |\n", r.name, r.attempted, r.ok, r.failed, why,
-			r.failing.Seconds(), r.replaysAccepted, r.recovery.Seconds(), mib(r.before.rss), mib(r.after.rss), r.before.goroutines, r.after.goroutines)
+		fmt.Printf("| %s | %d | %d | %d (%s) | %.1f s | %d | %.1f s | %d | %s → %s | %d → %d |\n", r.name, r.attempted, r.ok, r.failed, why,
+			r.failing.Seconds(), r.replaysAccepted, r.recovery.Seconds(), r.failovers, mib(r.before.rss), mib(r.after.rss), r.before.goroutines, r.after.goroutines)
 	}
 	n, failed := l.total()
 	fmt.Printf("\nin all: %d launches, %d failed; replays refused %d, accepted %d, unanswered %d\n", n, failed,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,6 +84,25 @@ func (g *Group) Healthy() bool {
 		}
 	}
 	return true
+}
+
+// Epoch is the Sentinel's configuration epoch of the master, which each failover raises:
+// how many there were, whoever started them (-1 when the Sentinel does not answer).
+func (g *Group) Epoch() int {
+	master, err := g.Sentinel.Do("SENTINEL", "MASTER", g.MasterName).Slice()
+	if err != nil {
+		return -1
+	}
+	for j := 0; j+1 < len(master); j += 2 {
+		if master[j] == "config-epoch" {
+			if s, ok := master[j+1].(string); ok {
+				if n, err := strconv.Atoi(s); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // flags is the "flags" field of a Sentinel reply about one instance (name, value, …).
