@@ -68,3 +68,11 @@ func benchmarkUses(b *testing.B, s *Redis) {
 		b.ReportMetric(float64(took[len(took)*99/100])/float64(time.Millisecond), "p99-ms")
 	}
 }
+
+// BenchmarkRedisUseAppendFsync is BenchmarkRedisUse against a Redis that writes and syncs
+// its append-only file before each reply, as the chart's Redis does: what keeping each use
+// across a restart costs a launch, on the disk of the temporary directory.
+func BenchmarkRedisUseAppendFsync(b *testing.B) {
+	srv := testredis.Start(b, testredis.WithArgs("--appendonly", "yes", "--appendfsync", "always"))
+	benchmarkUses(b, newRedis(b, srv, "ltiop:bench:", time.Second))
+}
