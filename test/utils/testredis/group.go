@@ -142,8 +142,12 @@ func (g *Group) CutOff(master *Server) error {
 			return fmt.Errorf("%v: %w", cmd, err)
 		}
 	}
-	if info, err := master.Do("INFO", "replication").Text(); err != nil || !strings.Contains(info, "connected_slaves:0") {
-		return fmt.Errorf("the replicas are still linked: %v\n%s", err, info)
+	info, err := master.Do("INFO", "replication").Text()
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "connected_slaves:0") {
+		return fmt.Errorf("the replicas are still linked:\n%s", info)
 	}
 	return nil
 }
