@@ -172,7 +172,7 @@ var _ = Describe("The Helm chart", func() {
 			Expect(field(cd, path...)).To(Equal(field(kd, path...)), "%v", path)
 		}
 		kc, cc := container(kd), container(cd)
-		for _, key := range []string{"ports", "livenessProbe", "readinessProbe", "securityContext", "resources", "args", "command"} {
+		for _, key := range []string{"ports", "startupProbe", "livenessProbe", "readinessProbe", "securityContext", "resources", "args", "command"} {
 			if kc[key] == nil {
 				Expect(cc[key]).To(BeNil(), key)
 			} else {

@@ -24,6 +24,9 @@ app.kubernetes.io/component: manager
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* ltiop's image: repository@digest when image.digest is set, else repository:tag (default: the appVersion). */}}
