@@ -81,7 +81,12 @@ func (p *Platform) serviceRoot(t *registry.Tool, o ltiplatform.ServiceOffer) (st
 	if err != nil {
 		return "", err
 	}
-	return p.opts.PublicURL + strings.Replace(paths.PlatformServices, "{grant}", sealed, 1), nil
+	return p.rootURL(sealed), nil
+}
+
+// rootURL is the service root URL of a sealed grant.
+func (p *Platform) rootURL(sealed string) string {
+	return p.opts.PublicURL + strings.Replace(paths.PlatformServices, "{grant}", sealed, 1)
 }
 
 // lineItemURL is the URL of the integrator's line item id under a service root.
@@ -157,7 +162,7 @@ func (p *Platform) authorise(w http.ResponseWriter, r *http.Request, accept ...s
 		}
 		inRegistration = true
 		if g.offers(s) {
-			return &call{tool: t, grant: g, root: p.opts.PublicURL + strings.Replace(paths.PlatformServices, "{grant}", sealed, 1)}, nil
+			return &call{tool: t, grant: g, root: p.rootURL(sealed)}, nil
 		}
 	}
 	want := strings.Join(accept, " or ")

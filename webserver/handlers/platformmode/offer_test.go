@@ -63,7 +63,7 @@ func claimURLs(t *testing.T, l toolsim.Launch) (root, memberships, lineItems, li
 	return root, memberships, lineItems, lineItem, agsScopes
 }
 
-// dataCalls counts the data API calls made since n calls.
+// dataCallsSince returns the data API calls made after the first n.
 func (h *harness) dataCallsSince(n int) []datasim.Request { return h.data.Calls()[n:] }
 
 // TestServicesServeOnlyWhatTheLaunchOffered performs the attacks of issue #34 (1): a tool

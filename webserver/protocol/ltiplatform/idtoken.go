@@ -625,14 +625,13 @@ func (p *MintParams) services(c *idTokenClaims, s *Services) *apierr.Error {
 				agsScopes = append(agsScopes, sc)
 			}
 		}
-		if !a.Served && len(agsScopes) > 0 {
-			c.AGS = &agsClaim{Scope: agsScopes, LineItems: a.LineItemsURL, LineItem: a.LineItemURL}
-		}
-		if a.Served {
+		if a.Served { // the claim is made below, once the offer is sealed
 			offer.AGSScopes = agsScopes
 			if a.LineItemOnly {
 				offer.LineItemID = a.LineItemID
 			}
+		} else if len(agsScopes) > 0 {
+			c.AGS = &agsClaim{Scope: agsScopes, LineItems: a.LineItemsURL, LineItem: a.LineItemURL}
 		}
 	}
 	if !offer.NamesAndRoles && len(offer.AGSScopes) == 0 {
